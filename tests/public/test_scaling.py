@@ -13,7 +13,7 @@ def book_close(actual, printed, what, advice):
     assert torch.allclose(actual.float(), printed, atol=BOOK_ATOL), f"{what} differ from the chapter's printout; {advice}"
 
 
-@graded("scaling: scores, weights and context vectors match the chapter (seed 123)", points=2)
+@graded("scaling: scores, weights and context vectors match the chapter (seed 123)", points=1)
 def test_book_step_by_step(student):
     for inputs, d_out, scores, weights, context, row in (
         (INPUTS_3D, 2, SEED123_SCORES_2, SEED123_WEIGHTS_2, SEED123_CONTEXT_2, 1),

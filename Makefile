@@ -1,0 +1,36 @@
+# Every workflow of the attention exercise kit. Each target creates and reuses .venv/.
+#   make test                      the kit's whole test suite (installs everything first)
+#   make grade [SUBMISSION=PATH] [OUT=DIR] [RESULTS=FILE]   grade a file, folder or zip (default: the sample class)
+#   make student                   regenerate exercises/, student_template/ and samples/class/ from solutions/
+#   make check STEP=masking [SUBMISSION=exercises/attention.py]   a student's public check of one step
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+OUT ?= out
+SUBMISSION ?=
+RESULTS ?=
+STEP ?=
+DEVICE ?= cpu
+JOBS ?= 2
+
+.PHONY: test grade student check clean
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q
+
+grade: $(VENV)/.installed
+	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) --device $(DEVICE) --jobs $(JOBS) $(if $(RESULTS),--results $(RESULTS))
+
+student: $(VENV)/.installed
+	$(PY) -m grader generate
+
+check: $(VENV)/.installed
+	SUBMISSION=$(or $(SUBMISSION),exercises/attention.py) $(PY) -m pytest tests/public -q $(if $(STEP),-m $(STEP))
+
+clean:
+	rm -rf $(OUT) .pytest_cache

@@ -1,0 +1,96 @@
+"""Command line: `python -m grader grade PATH` and `python -m grader generate`.
+
+Exit status 0 whenever grading completed, whatever the scores; 2 for bad usage.
+"""
+
+import argparse
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from . import results as results_io
+from .judge import Options, grade_submission
+from .submissions import UsageError, collect
+from .suite import ROOT, discover, max_points
+
+DEFAULT_CLASS = ROOT / "samples" / "class"
+
+
+def parse_size(text):
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    text = text.strip().lower().rstrip("ib").rstrip("b")
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
+def grade_command(args):
+    tests = discover(kinds=("public",) if args.public_only else ("public", "hidden"))
+    maxima = max_points(tests)
+    options = Options(device=args.device, time_limit=args.time_limit, memory_limit=parse_size(args.memory_limit))
+    collected = collect(args.path)
+    try:
+        for problem in collected.problems:
+            print(f"note: {problem}", file=sys.stderr)
+        if not collected.submissions:
+            raise UsageError(f"no .py or .ipynb submissions found in {args.path}")
+        out = Path(args.out)
+        started = time.monotonic()
+        single = len(collected.submissions) == 1 and not Path(args.path).is_dir()
+
+        def one(item):
+            name, path = item
+            result = grade_submission(path, name, tests, options)
+            target = Path(args.results) if (single and args.results) else (
+                out / "results.json" if single else out / "results" / f"{name}.json")
+            results_io.write_results_json(result, maxima, target)
+            print(f"graded {name}: {result.score:g}/{sum(maxima.values()):g} in {result.seconds:.1f}s",
+                  file=sys.stderr)
+            return result
+
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            graded = list(pool.map(one, collected.submissions))
+        if not single:
+            results_io.write_atomic(out / "grades.csv", results_io.grades_csv(graded))
+        print(results_io.score_table(graded, maxima))
+        where = args.results if (single and args.results) else (out / "results.json" if single else out)
+        print(f"\n{len(graded)} submission(s) graded in {time.monotonic() - started:.1f}s; results in {where}")
+        return 0
+    finally:
+        collected.cleanup()
+
+
+def generate_command(args):
+    from .generate import check_fresh, generate_all
+
+    if args.check:
+        stale = check_fresh()
+        for path in stale:
+            print(f"stale: {path} (run `make student`)")
+        return 1 if stale else 0
+    for path in generate_all():
+        print(f"wrote {path}")
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    grade = commands.add_parser("grade", help="grade a .py, .ipynb, folder or .zip of submissions")
+    grade.add_argument("path", nargs="?", default=str(DEFAULT_CLASS), help="default: the bundled sample class")
+    grade.add_argument("--out", default="out", help="folder for results (default: out)")
+    grade.add_argument("--results", default=None, help="results.json path for a single submission")
+    grade.add_argument("--jobs", type=int, default=2, help="submissions graded at once (default 2)")
+    grade.add_argument("--time-limit", type=float, default=10.0, help="seconds per step (default 10)")
+    grade.add_argument("--memory-limit", default="2GiB", help="memory cap per step (default 2GiB)")
+    grade.add_argument("--device", default="cpu", help="cpu or cuda")
+    grade.add_argument("--public-only", action="store_true", help="grade with the public tests only")
+    generate = commands.add_parser("generate", help="regenerate the student files from solutions/")
+    generate.add_argument("--check", action="store_true", help="only report stale generated files")
+    args = parser.parse_args(argv)
+    try:
+        return {"grade": grade_command, "generate": generate_command}[args.command](args)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,163 @@
+"""The student side of the interface: carry out one request on the student's module.
+
+A request names a function or class of the submission and plain inputs; the
+answer is plain data (see `wire`). This code runs wherever the student's code
+runs: in the student's own interpreter for `make check`, in a sandboxed worker
+process for grading. It never judges anything.
+"""
+
+import traceback
+
+import torch
+
+from . import wire
+
+
+class Session:
+    def __init__(self, module, device="cpu"):
+        self.module = module
+        self.device = torch.device(device)
+        self.handles = {}
+
+    # -- dispatch ---------------------------------------------------------
+    def handle(self, request):
+        """Carry out one decoded request; return a JSON-ready answer."""
+        try:
+            operation = getattr(self, "op_" + request["op"])
+            if request.get("seed") is not None:
+                torch.manual_seed(int(request["seed"]))
+            with torch.no_grad():
+                value = operation(request)
+            return {"ok": True, "value": wire.encode(value)}
+        except BaseException as error:  # noqa: BLE001 - a student's SystemExit is an answer too
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            return {"ok": False, "error": describe_error(error, self.module)}
+
+    def _inputs(self, request):
+        args = wire.decode(request.get("args", []), self.device)
+        kwargs = wire.decode(request.get("kwargs") or {"$dict": []}, self.device)
+        return args, kwargs
+
+    def _lookup(self, name):
+        if not hasattr(self.module, name):
+            raise MissingName(name)
+        return getattr(self.module, name)
+
+    # -- operations -------------------------------------------------------
+    def op_call(self, request):
+        args, kwargs = self._inputs(request)
+        return self._lookup(request["name"])(*args, **kwargs)
+
+    def op_build(self, request):
+        args, kwargs = self._inputs(request)
+        module = self._lookup(request["name"])(*args, **kwargs)
+        if not isinstance(module, torch.nn.Module):
+            raise TypeError(f"{request['name']}(...) did not create an nn.Module (got {type(module).__name__})")
+        module.to(self.device)
+        handle = len(self.handles) + 1
+        self.handles[handle] = module
+        return handle
+
+    def _module(self, request):
+        module = self.handles[int(request["handle"])]
+        path = request.get("path") or ""
+        return module.get_submodule(path) if path else module
+
+    def op_load_weights(self, request):
+        module = self._module(request)
+        weights = wire.decode(request["weights"], self.device)
+        for name, value in weights.items():
+            owner_path, _, leaf = name.rpartition(".")
+            owner = module.get_submodule(owner_path) if owner_path else module
+            target = getattr(owner, leaf, None)
+            if not isinstance(target, torch.nn.Parameter):
+                raise InjectionError(f"{name} is not an nn.Parameter of {type(module).__name__} "
+                                     f"(found {type(target).__name__}); create it as the chapter does")
+            if tuple(target.shape) != tuple(value.shape):
+                raise InjectionError(f"{name} has shape {tuple(target.shape)}, expected {tuple(value.shape)}")
+            target.copy_(value.to(target.dtype))
+        return None
+
+    def op_forward(self, request):
+        module = self._module(request)
+        module.train(bool(request.get("train", False)))
+        args, kwargs = self._inputs(request)
+        return module(*args, **kwargs)
+
+    def op_state(self, request):
+        module = self._module(request)
+        state = {name: tensor for name, tensor in module.named_parameters()}
+        state.update({name: tensor for name, tensor in module.named_buffers()})
+        return state
+
+    def op_describe(self, request):
+        return describe_module(self._module(request), self.module.__name__)
+
+
+class MissingName(Exception):
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
+class InjectionError(Exception):
+    pass
+
+
+def describe_module(root, student_module_name):
+    """Structure facts the judge checks: submodules, parameters, buffers, stray tensors."""
+    modules = {}
+    for path, sub in root.named_modules():
+        entry = {
+            "class": type(sub).__name__,
+            "student_class": type(sub).__module__ == student_module_name,
+            "id": id(sub),
+        }
+        if isinstance(sub, torch.nn.Linear):
+            entry.update(in_features=sub.in_features, out_features=sub.out_features, bias=sub.bias is not None)
+        if isinstance(sub, torch.nn.Dropout):
+            entry.update(p=float(sub.p))
+        if isinstance(sub, (torch.nn.ModuleList, torch.nn.Sequential)):
+            entry.update(length=len(sub))
+        modules[path] = entry
+    buffers = {}
+    for path, sub in root.named_modules():
+        for name, tensor in sub.named_buffers(recurse=False):
+            full = f"{path}.{name}" if path else name
+            buffers[full] = {
+                "shape": list(tensor.shape),
+                "dtype": str(tensor.dtype),
+                "persistent": name not in getattr(sub, "_non_persistent_buffers_set", set()),
+            }
+    plain_tensors = {}
+    for path, sub in root.named_modules():
+        for name, value in vars(sub).items():
+            if isinstance(value, torch.Tensor) and not name.startswith("_"):
+                full = f"{path}.{name}" if path else name
+                plain_tensors[full] = {"shape": list(value.shape), "device": str(value.device)}
+    parameters = {name: {"shape": list(p.shape), "id": id(p)} for name, p in root.named_parameters(remove_duplicate=False)}
+    return {"modules": modules, "parameters": parameters, "buffers": buffers, "plain_tensors": plain_tensors}
+
+
+def describe_error(error, module=None):
+    """An exception from student code as plain data, with a traceback of the student's own lines."""
+    frames = traceback.extract_tb(error.__traceback__)
+    student_file = getattr(module, "__file__", None) or ""
+    student_base = student_file.rsplit("/", 1)[-1]
+    student_frames = [frame for frame in frames if student_base and frame.filename.startswith(student_base)]
+    location = ""
+    if student_frames:
+        last = student_frames[-1]
+        location = f"{last.filename}, line {last.lineno}, in {last.name}: {(last.line or '').strip()}"
+    info = {
+        "type": type(error).__name__,
+        "message": str(error)[:500],
+        "location": location,
+        "not_implemented": isinstance(error, NotImplementedError),
+    }
+    if isinstance(error, MissingName):
+        info["missing_name"] = error.name
+    if isinstance(error, SystemExit):
+        info["message"] = f"your code called exit({error.code!r})"
+    return info

@@ -1,0 +1,115 @@
+"""The judge's side of the interface: what a test may ask of a student's code.
+
+Tests never touch the student's objects. They ask `student.call(...)`,
+`student.build(...)` and `module.forward(...)`, and get plain tensors back.
+Two transports carry the requests: in-process (a student's quick `make check`)
+and a sandboxed worker process (grading; see `worker`).
+"""
+
+import json
+
+from . import wire
+
+
+class StudentError(AssertionError):
+    """The student's code raised; the message is ready to show."""
+
+    def __init__(self, what, info):
+        self.info = info
+        self.not_implemented = bool(info.get("not_implemented"))
+        if info.get("missing_name"):
+            message = (f"{info['missing_name']} is not defined in your submission; "
+                       "check its spelling and that its cell or definition runs without errors")
+        elif self.not_implemented:
+            message = f"{what}: not implemented yet ({info.get('message') or 'NotImplementedError'})"
+        else:
+            message = f"{what} raised {info.get('type')}: {info.get('message')}"
+            if info.get("location"):
+                message += f"\n  at {info['location']}"
+        super().__init__(message)
+
+
+class StudentUnavailable(AssertionError):
+    """The student's process is gone (time limit, crash, exit, memory)."""
+
+
+class Student:
+    def __init__(self, transport, device="cpu"):
+        self.transport = transport
+        self.device = device
+
+    def _ask(self, what, request):
+        answer = self.transport.send(request)
+        if not answer.get("ok"):
+            raise StudentError(what, answer.get("error") or {})
+        return wire.decode(answer.get("value"))
+
+    def call(self, name, *args, seed=None, **kwargs):
+        """Call the student's function `name` and return its (decoded) result."""
+        request = {"op": "call", "name": name, "args": wire.encode(list(args)),
+                   "kwargs": wire.encode(kwargs), "seed": seed}
+        return self._ask(f"{name}(...)", request)
+
+    def build(self, name, *args, seed=None, weights=None, **kwargs):
+        """Construct the student's class `name`; optionally inject parameters by name."""
+        request = {"op": "build", "name": name, "args": wire.encode(list(args)),
+                   "kwargs": wire.encode(kwargs), "seed": seed}
+        handle = self._ask(f"{name}(...)", request)
+        module = ModuleHandle(self, name, handle)
+        if weights:
+            module.load(weights)
+        return module
+
+
+class ModuleHandle:
+    def __init__(self, student, name, handle, path=""):
+        self.student = student
+        self.name = name
+        self.handle = handle
+        self.path = path
+
+    def _request(self, op, **fields):
+        return {"op": op, "handle": self.handle, "path": self.path, **fields}
+
+    @property
+    def label(self):
+        return f"{self.name}.{self.path}" if self.path else self.name
+
+    def sub(self, path):
+        """A handle on a submodule, e.g. `wrapper.sub("heads.0")`."""
+        full = f"{self.path}.{path}" if self.path else path
+        return ModuleHandle(self.student, self.name, self.handle, full)
+
+    def load(self, weights):
+        request = self._request("load_weights", weights=wire.encode(dict(weights)))
+        return self.student._ask(f"setting the parameters of {self.label}", request)
+
+    def forward(self, *args, train=False, seed=None):
+        request = self._request("forward", args=wire.encode(list(args)), train=train, seed=seed)
+        return self.student._ask(f"{self.label}.forward", request)
+
+    def state(self):
+        return self.student._ask(f"reading {self.label}'s parameters", self._request("state"))
+
+    def describe(self):
+        return self.student._ask(f"inspecting {self.label}", self._request("describe"))
+
+
+class InProcessTransport:
+    """Runs requests in this interpreter (the student's own check). Data still goes through JSON."""
+
+    def __init__(self, session):
+        self.session = session
+
+    def send(self, request):
+        request = json.loads(json.dumps(request))
+        return json.loads(json.dumps(self.session.handle(request)))
+
+
+def in_process(path, device="cpu"):
+    """A Student over a submission loaded into this interpreter, plus the load problems."""
+    from .loader import load_definitions
+    from .session import Session
+
+    loaded = load_definitions(path)
+    return Student(InProcessTransport(Session(loaded.module, device)), device), loaded.problems

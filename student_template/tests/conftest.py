@@ -1,0 +1,39 @@
+"""pytest wiring for the public and hidden tests.
+
+The `student` fixture is the student's submission loaded in this interpreter
+(`SUBMISSION=path`, default `exercises/attention.py`). Each graded test is
+also marked with its step, so `pytest -m masking` runs one step.
+"""
+
+import os
+
+import pytest
+
+from grader.steps import STEP_KEYS
+from grader.student import in_process
+
+
+def pytest_addoption(parser):
+    parser.addoption("--submission", default=None, help="the .py or .ipynb to test (default exercises/attention.py)")
+
+
+def pytest_configure(config):
+    for key in STEP_KEYS:
+        config.addinivalue_line("markers", f"{key}: tests of the {key} step")
+    config.addinivalue_line("markers", "kit: the kit's own tests")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        info = getattr(getattr(item, "function", None), "graded", None)
+        if info:
+            item.add_marker(getattr(pytest.mark, info["step"]))
+
+
+@pytest.fixture(scope="session")
+def student(request):
+    path = request.config.getoption("--submission") or os.environ.get("SUBMISSION") or "exercises/attention.py"
+    loaded, problems = in_process(path, device=os.environ.get("DEVICE", "cpu"))
+    for problem in problems:
+        print(f"note: {problem}")
+    return loaded

@@ -1,0 +1,46 @@
+"""Probes that read a module's attention weights through its outputs (the value trick).
+
+With token i = e_i and W_value mapping e_j to e_j inside each head, the
+context vector of token i *is* row i of that head's attention weights, so the
+judge can check row sums, the causal pattern and dropout on the weights
+themselves without looking inside the student's module.
+"""
+
+import torch
+from oracle import identity_values, linear, one_hot_tokens, qkv_params, split_heads, weights_of
+
+
+def probe_params(d_in, d_out, n, heads=1, seed=0, out_proj=False):
+    """Random query/key weights, identity-like values, zero biases (needs qkv_bias=True)."""
+    params = qkv_params(d_in, d_out, seed, bias=True)
+    params["W_value.weight"] = identity_values(d_in, d_out, n, heads)
+    for role in ("W_query", "W_key", "W_value"):
+        params[f"{role}.bias"] = torch.zeros(d_out)
+    if out_proj:
+        params["out_proj.weight"] = torch.eye(d_out)
+        params["out_proj.bias"] = torch.zeros(d_out)
+    return params
+
+
+def probe_weights(module, params, batch, n, d_in, d_out, heads=1, train=False, seed=None):
+    """(student weights, reference weights), each (batch, heads, n, n)."""
+    x = one_hot_tokens(batch, n, d_in)
+    module.load(params)
+    out = module.forward(x, train=train, seed=seed)
+    return out, reference_weights(x, params, heads)
+
+
+def weights_from_output(out, n, heads):
+    """Cut a (b, n, d_out) probe output into per-head (b, heads, n, n) weights."""
+    b, _, d_out = out.shape
+    head_dim = d_out // heads
+    return torch.stack([out[:, :, h * head_dim: h * head_dim + n] for h in range(heads)], dim=1)
+
+
+def reference_weights(x, params, heads):
+    queries, keys = linear(x, params, "W_query"), linear(x, params, "W_key")
+    if heads > 1:
+        queries, keys = split_heads(queries, heads), split_heads(keys, heads)
+    else:
+        queries, keys = queries.unsqueeze(1), keys.unsqueeze(1)
+    return weights_of(queries @ keys.transpose(-2, -1), keys.shape[-1])

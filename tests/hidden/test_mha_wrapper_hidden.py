@@ -1,0 +1,80 @@
+"""Step 6 (mha_wrapper): hidden checks.
+
+The wrapper is judged against the student's own heads, so a bug in
+CausalAttention costs points in its own step, not here.
+"""
+
+import torch
+from oracle import randn
+
+from grader.testing import expect_close, expect_tensor, graded
+
+B, N, CONTEXT, D_IN, D_OUT, HEADS = 2, 5, 7, 6, 4, 3
+
+
+def build(student, dropout=0.0, qkv_bias=False, seed=0):
+    return student.build("MultiHeadAttentionWrapper", D_IN, D_OUT, CONTEXT, dropout, HEADS,
+                         qkv_bias=qkv_bias, seed=seed)
+
+
+@graded("mha_wrapper: the output is its heads' outputs concatenated along the last axis", points=3)
+def test_concatenation(student):
+    module = build(student)
+    x = randn(B, N, D_IN, seed=1)
+    heads = [expect_tensor(module.sub(f"heads.{h}").forward(x), f"the output of heads[{h}]") for h in range(HEADS)]
+    expected = torch.cat(heads, dim=-1)
+    expect_close(module.forward(x), expected, "wrapper outputs", device=student.device,
+                 advice="return torch.cat([head(x) for head in self.heads], dim=-1)",
+                 suspects={"concatenating the heads in reverse order": torch.cat(heads[::-1], dim=-1)})
+
+
+@graded("mha_wrapper: every head is a separate module with its own weights", points=2)
+def test_separate_heads(student):
+    module = build(student)
+    info = module.describe()
+    ids = [info["modules"][f"heads.{h}"]["id"] for h in range(HEADS)]
+    assert len(set(ids)) == HEADS, ("the same CausalAttention object appears several times in self.heads "
+                                    "([module] * num_heads repeats one module); create a new one per head")
+    state = module.state()
+    for role in ("W_query", "W_key", "W_value"):
+        first = expect_tensor(state.get(f"heads.0.{role}.weight"), f"heads[0].{role}.weight")
+        for h in range(1, HEADS):
+            other = expect_tensor(state.get(f"heads.{h}.{role}.weight"), f"heads[{h}].{role}.weight")
+            assert not torch.equal(first, other), (
+                f"heads[0] and heads[{h}] start with the same {role} weights; each head must be initialised "
+                "independently so that the heads can learn different things")
+
+
+@graded("mha_wrapper: heads get d_in, d_out, context_length, dropout and qkv_bias", points=1)
+def test_arguments_passed(student):
+    modules = build(student, dropout=0.25, qkv_bias=True).describe()["modules"]
+    for h in range(HEADS):
+        for role in ("W_query", "W_key", "W_value"):
+            entry = modules.get(f"heads.{h}.{role}")
+            assert entry, f"heads[{h}] has no {role}"
+            assert (entry["in_features"], entry["out_features"]) == (D_IN, D_OUT), (
+                f"heads[{h}].{role} maps {entry['in_features']} -> {entry['out_features']}; pass d_in and d_out "
+                "to every CausalAttention")
+            assert entry["bias"], f"heads[{h}].{role} has no bias although qkv_bias=True: pass qkv_bias on"
+        dropout = modules.get(f"heads.{h}.dropout")
+        assert dropout and abs(dropout["p"] - 0.25) < 1e-9, (
+            f"heads[{h}] does not use the wrapper's dropout rate 0.25: pass dropout on to every head")
+    module = build(student)
+    x = randn(B, CONTEXT, D_IN, seed=2)
+    out = module.forward(x)
+    expect_tensor(out, f"wrapper output for {CONTEXT} tokens", shape=(B, CONTEXT, HEADS * D_OUT))
+
+
+@graded("mha_wrapper: heads are created in order, like CausalAttention built one after another", points=1)
+def test_construction_order(student):
+    wrapper_state = build(student, seed=123).state()
+    singles = [student.build("CausalAttention", D_IN, D_OUT, CONTEXT, 0.0, seed=123 if h == 0 else None)
+               for h in range(HEADS)]
+    for h, single in enumerate(singles):
+        single_state = single.state()
+        for role in ("W_query", "W_key", "W_value"):
+            mine = expect_tensor(wrapper_state.get(f"heads.{h}.{role}.weight"), f"heads[{h}].{role}.weight")
+            solo = expect_tensor(single_state.get(f"{role}.weight"), f"CausalAttention.{role}.weight")
+            assert torch.equal(mine, solo), (
+                f"after torch.manual_seed(123), heads[{h}] is not the {h + 1}-th CausalAttention created in a row: "
+                "build the heads with one CausalAttention(...) per head, in order, and nothing random in between")

@@ -1,0 +1,95 @@
+"""Step 2 (scaling): hidden checks."""
+
+import math
+
+import torch
+from oracle import linear_attention, linear_params, randn, self_attention, suspects, weights_of
+
+
+from grader.testing import expect_close, expect_tensor, graded, scalar
+
+WEIGHT_FAULTS = ("softmax_dim", "no_scale", "scale_dk", "scale_after")
+
+
+@graded("scaling: attention_scores match queries @ keys^T, batched", points=2)
+def test_scores(student):
+    for shape in ((5, 3), (2, 5, 3)):
+        queries, keys = randn(*shape, seed=1), randn(*shape, seed=2)
+        got = student.call("attention_scores", queries, keys)
+        n = shape[-2]
+        got = expect_tensor(got, f"attention scores for inputs of shape {shape}", shape=shape[:-1] + (n,))
+        expected = queries.double() @ keys.double().transpose(-2, -1)
+        expect_close(got, expected, f"attention scores for inputs of shape {shape}", device=student.device,
+                     advice="entry [i, j] is query i · key j; for batches transpose the last two axes "
+                            "(keys.transpose(-2, -1)), not keys.T",
+                     suspects={"keys @ queries^T": expected.transpose(-2, -1)})
+
+
+@graded("scaling: scaled_attention_weights = softmax(scores / sqrt(d_k)) along each row", points=2)
+def test_scaled_weights(student):
+    for shape, d_k in (((5, 5), 9), ((3, 4, 4), 16)):
+        scores = randn(*shape, seed=3, scale=3.0)
+        got = student.call("scaled_attention_weights", scores, d_k)
+        expected = weights_of(scores, d_k, causal=False)
+        expect_close(got, expected, f"attention weights for scores of shape {shape} and d_k={d_k}",
+                     device=student.device,
+                     suspects=suspects(lambda faults: weights_of(scores, d_k, causal=False, faults=faults),
+                                       WEIGHT_FAULTS))
+
+
+@graded("scaling: context_vectors are the weighted sums of the values, batched", points=1)
+def test_context(student):
+    weights = torch.softmax(randn(2, 5, 5, seed=4), dim=-1)
+    values = randn(2, 5, 3, seed=5)
+    got = student.call("context_vectors", weights, values)
+    expected = weights.double() @ values.double()
+    expect_close(got, expected, "context vectors", device=student.device,
+                 advice="context vector i is sum_j weights[i, j] * values[j], i.e. weights @ values",
+                 suspects={"weights^T @ values": weights.double().transpose(-2, -1) @ values.double()})
+
+
+@graded("scaling: dot_product_variance grows with dim and scaling by sqrt(dim) undoes it", points=1)
+def test_variance(student):
+    for dim in (5, 100):
+        result = student.call("dot_product_variance", dim, num_trials=2000, seed=3)
+        assert isinstance(result, tuple) and len(result) == 2, "return (variance_before, variance_after)"
+        before = scalar(result[0], "variance_before")
+        after = scalar(result[1], "variance_after")
+        assert 0.75 * dim < before < 1.3 * dim, (
+            f"for dim={dim} the variance of q·k should be close to {dim}, yours is {before:.4g}; "
+            "q and k are standard-normal vectors of length dim")
+        assert math.isclose(after * dim, before, rel_tol=1e-3), (
+            f"for dim={dim}, variance_after * dim = {after * dim:.4g} but variance_before = {before:.4g}; "
+            "divide each dot product by sqrt(dim), which divides the variance by dim")
+    first = student.call("dot_product_variance", 8, num_trials=500, seed=11)
+    again = student.call("dot_product_variance", 8, num_trials=500, seed=11)
+    assert scalar(first[0], "variance_before") == scalar(again[0], "variance_before"), (
+        "dot_product_variance should be reproducible: draw from a generator seeded with `seed`")
+
+
+@graded("scaling: SelfAttention_v1 with injected weights matches the reference", points=2)
+def test_v1_injected(student):
+    d_in, d_out, n = 5, 3, 4
+    params = {role: randn(d_in, d_out, seed=seed) for role, seed in (("W_query", 1), ("W_key", 2), ("W_value", 3))}
+    module = student.build("SelfAttention_v1", d_in, d_out, seed=0, weights=params)
+    x = randn(n, d_in, seed=4)
+    expected = self_attention(x, params["W_query"], params["W_key"], params["W_value"])
+    expect_close(module.forward(x), expected, "SelfAttention_v1 outputs", device=student.device,
+                 suspects=suspects(lambda faults: self_attention(x, *params.values(), faults=faults),
+                                   WEIGHT_FAULTS + ("scores_kq",)))
+
+
+@graded("scaling: SelfAttention_v2 with injected weights and qkv_bias matches the reference", points=2)
+def test_v2_injected(student):
+    d_in, d_out, n = 5, 3, 4
+    x = randn(n, d_in, seed=4)
+    for bias in (False, True):
+        params = {}
+        for offset, role in enumerate(("W_query", "W_key", "W_value")):
+            params.update(linear_params(role, d_in, d_out, seed=10 * offset + 1, bias=bias))
+        module = student.build("SelfAttention_v2", d_in, d_out, qkv_bias=bias, seed=0, weights=params)
+        expected = linear_attention(x, params, causal=False)
+        what = f"SelfAttention_v2 outputs (qkv_bias={bias})"
+        expect_close(module.forward(x), expected, what, device=student.device,
+                     suspects=suspects(lambda faults: linear_attention(x, params, False, faults),
+                                       WEIGHT_FAULTS + ("scores_kq",)))

@@ -1,0 +1,71 @@
+"""Shared helpers for the kit's own tests: grade source text through the real judge."""
+
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from grader.generate import clean_solution, code_sections, exercise_module, notebook
+from grader.judge import Options, grade_submission
+from grader.suite import ROOT, discover, max_points
+
+sys.path.insert(0, str(ROOT / "tests" / "catalogue"))
+
+
+@pytest.fixture(scope="session")
+def suite():
+    return discover()
+
+
+@pytest.fixture(scope="session")
+def maxima(suite):
+    return max_points(suite)
+
+
+@pytest.fixture
+def grade(tmp_path, suite):
+    """grade(text, name="attention.py", **options) -> SubmissionResult for that source."""
+
+    def run(text, name="attention.py", **options):
+        path = tmp_path / name
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text)
+        return grade_submission(path, Path(name).stem, suite, Options(**options))
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def grade_many(tmp_path_factory, suite):
+    """grade_many({name: text}) -> {name: SubmissionResult}, two submissions at a time."""
+    folder = tmp_path_factory.mktemp("many")
+
+    def run(sources):
+        def one(item):
+            name, text = item
+            path = folder / f"{name}.py"
+            path.write_text(text)
+            return name, grade_submission(path, name, suite, Options())
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            return dict(pool.map(one, sources.items()))
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def clean():
+    return clean_solution()
+
+
+@pytest.fixture(scope="session")
+def stub():
+    return exercise_module()
+
+
+@pytest.fixture(scope="session")
+def solution_notebook(clean):
+    return notebook(code_sections(clean))
