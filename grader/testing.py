@@ -5,7 +5,9 @@ and never prints a hidden expected value: only positions, counts and the
 student's own numbers.
 """
 
+import contextlib
 import math
+import threading
 
 import torch
 
@@ -15,6 +17,19 @@ from .wire import Foreign
 # (absolute, relative) tolerances per device: float32 on CPU is exact to ~1e-6 here;
 # GPU kernels reorder sums, so they get more slack.
 TOLERANCES = {"cpu": (1e-5, 1e-4), "cuda": (1e-4, 1e-3)}
+
+
+_SEED_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def seeded(seed):
+    """`torch.manual_seed(seed)` for the block, safely: the judge grades several
+    submissions in threads that share torch's global generator, so seeded
+    sections take turns and leave the generator as they found it."""
+    with _SEED_LOCK, torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def tolerance(device):
@@ -152,3 +167,4 @@ def scalar(value, what):
 
 def close_enough(a, b, rel):
     return math.isclose(a, b, rel_tol=rel, abs_tol=1e-12)
+

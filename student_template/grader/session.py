@@ -51,7 +51,18 @@ class Session:
 
     def op_build(self, request):
         args, kwargs = self._inputs(request)
-        module = self._lookup(request["name"])(*args, **kwargs)
+        cls = self._lookup(request["name"])
+        if request.get("stand_in_heads"):
+            # Build with StandInHead as the module's CausalAttention, so the
+            # wrapper is judged on its own, whatever state CausalAttention is in.
+            original = getattr(self.module, "CausalAttention", None)
+            self.module.CausalAttention = StandInHead
+            try:
+                module = cls(*args, **kwargs)
+            finally:
+                self.module.CausalAttention = original
+        else:
+            module = cls(*args, **kwargs)
         if not isinstance(module, torch.nn.Module):
             raise TypeError(f"{request['name']}(...) did not create an nn.Module (got {type(module).__name__})")
         module.to(self.device)
@@ -93,6 +104,29 @@ class Session:
 
     def op_describe(self, request):
         return describe_module(self._module(request), self.module.__name__)
+
+
+class StandInHead(torch.nn.Module):
+    """What a wrapper gets instead of the student's CausalAttention when judged on its own.
+
+    Same constructor and parameters as the chapter's CausalAttention, created in
+    the same order, and a simple forward (not attention): enough to see how the
+    wrapper builds, stores and combines its heads.
+    """
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query = torch.nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = torch.nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = torch.nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = torch.nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        return torch.tanh(self.W_query(x)) + self.W_value(x) * self.W_key(x).sum(dim=-1, keepdim=True)
+
+
+StandInHead.__name__ = StandInHead.__qualname__ = "CausalAttention"
 
 
 class MissingName(Exception):

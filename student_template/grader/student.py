@@ -50,10 +50,14 @@ class Student:
                    "kwargs": wire.encode(kwargs), "seed": seed}
         return self._ask(f"{name}(...)", request)
 
-    def build(self, name, *args, seed=None, weights=None, **kwargs):
-        """Construct the student's class `name`; optionally inject parameters by name."""
+    def build(self, name, *args, seed=None, weights=None, stand_in_heads=False, **kwargs):
+        """Construct the student's class `name`; optionally inject parameters by name.
+
+        `stand_in_heads=True` builds it while the module's `CausalAttention` is
+        the grader's simple StandInHead (to judge a wrapper on its own).
+        """
         request = {"op": "build", "name": name, "args": wire.encode(list(args)),
-                   "kwargs": wire.encode(kwargs), "seed": seed}
+                   "kwargs": wire.encode(kwargs), "seed": seed, "stand_in_heads": stand_in_heads}
         handle = self._ask(f"{name}(...)", request)
         module = ModuleHandle(self, name, handle)
         if weights:

@@ -22,6 +22,22 @@ def probe_params(d_in, d_out, n, heads=1, seed=0, out_proj=False):
     return params
 
 
+def ones_value_params(d_in, d_out, seed=0, out_proj=False):
+    """Random query/key weights and values that are all ones (W_value = 0, bias = 1)."""
+    params = probe_params(d_in, d_out, 1, seed=seed, out_proj=out_proj)
+    params["W_value.weight"] = torch.zeros(d_out, d_in)
+    params["W_value.bias"] = torch.ones(d_out)
+    return params
+
+
+def dropout_hits_weights(out, heads):
+    """With all-ones values, dropout on the weights gives equal features within each head;
+    dropout on the context vectors (or the output) does not."""
+    b, n, d_out = out.shape
+    blocks = out.reshape(b, n, heads, d_out // heads)
+    return bool((blocks - blocks[..., :1]).abs().max() < 1e-5)
+
+
 def probe_weights(module, params, batch, n, d_in, d_out, heads=1, train=False, seed=None):
     """(student weights, reference weights), each (batch, heads, n, n)."""
     x = one_hot_tokens(batch, n, d_in)

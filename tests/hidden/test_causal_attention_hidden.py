@@ -2,7 +2,7 @@
 
 import torch
 from oracle import linear_attention, qkv_params, randn, suspects
-from probes import probe_params, probe_weights, weights_from_output
+from probes import dropout_hits_weights, ones_value_params, probe_params, probe_weights, weights_from_output
 
 from grader.testing import (expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded,
                             tolerance)
@@ -99,6 +99,11 @@ def test_dropout_in_module(student):
     assert torch.allclose(trained[survivors], scaled[survivors], rtol=1e-3, atol=1e-5), (
         "in training mode the surviving attention weights should be the eval-mode weights times 1/(1-p): "
         "apply dropout to the attention weights after the softmax, before multiplying by the values")
+    module.load(ones_value_params(D_IN, D_OUT))
+    out = expect_tensor(module.forward(randn(4, N, D_IN, seed=6), train=True, seed=7), "CausalAttention output")
+    assert dropout_hits_weights(out, heads=1), (
+        "in training mode, dropout seems to act on the context vectors, not on the attention weights: "
+        "apply self.dropout to attn_weights, before attn_weights @ values")
 
 
 @graded("causal_attention: works for one token and for a full context_length", points=1)

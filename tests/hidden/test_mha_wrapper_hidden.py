@@ -1,20 +1,22 @@
 """Step 6 (mha_wrapper): hidden checks.
 
-The wrapper is judged against the student's own heads, so a bug in
-CausalAttention costs points in its own step, not here.
+The wrapper is judged on its own: its heads are the grader's StandInHead
+(same constructor and parameters as CausalAttention, a simpler forward), so a
+bug in the student's CausalAttention costs points in its own step, not here.
 """
 
 import torch
 from oracle import randn
 
-from grader.testing import expect_close, expect_tensor, graded
+from grader.session import StandInHead
+from grader.testing import expect_close, expect_tensor, graded, seeded
 
 B, N, CONTEXT, D_IN, D_OUT, HEADS = 2, 5, 7, 6, 4, 3
 
 
 def build(student, dropout=0.0, qkv_bias=False, seed=0):
     return student.build("MultiHeadAttentionWrapper", D_IN, D_OUT, CONTEXT, dropout, HEADS,
-                         qkv_bias=qkv_bias, seed=seed)
+                         qkv_bias=qkv_bias, seed=seed, stand_in_heads=True)
 
 
 @graded("mha_wrapper: the output is its heads' outputs concatenated along the last axis", points=3)
@@ -47,7 +49,8 @@ def test_separate_heads(student):
 
 @graded("mha_wrapper: heads get d_in, d_out, context_length, dropout and qkv_bias", points=1)
 def test_arguments_passed(student):
-    modules = build(student, dropout=0.25, qkv_bias=True).describe()["modules"]
+    info = build(student, dropout=0.25, qkv_bias=True).describe()
+    modules = info["modules"]
     for h in range(HEADS):
         for role in ("W_query", "W_key", "W_value"):
             entry = modules.get(f"heads.{h}.{role}")
@@ -59,22 +62,20 @@ def test_arguments_passed(student):
         dropout = modules.get(f"heads.{h}.dropout")
         assert dropout and abs(dropout["p"] - 0.25) < 1e-9, (
             f"heads[{h}] does not use the wrapper's dropout rate 0.25: pass dropout on to every head")
-    module = build(student)
-    x = randn(B, CONTEXT, D_IN, seed=2)
-    out = module.forward(x)
-    expect_tensor(out, f"wrapper output for {CONTEXT} tokens", shape=(B, CONTEXT, HEADS * D_OUT))
+        mask = info["buffers"].get(f"heads.{h}.mask")
+        assert mask and mask["shape"] == [CONTEXT, CONTEXT], (
+            f"heads[{h}] was not built for context_length={CONTEXT}: pass context_length on to every head")
 
 
-@graded("mha_wrapper: heads are created in order, like CausalAttention built one after another", points=1)
+@graded("mha_wrapper: heads are created in order, one CausalAttention after another", points=1)
 def test_construction_order(student):
-    wrapper_state = build(student, seed=123).state()
-    singles = [student.build("CausalAttention", D_IN, D_OUT, CONTEXT, 0.0, seed=123 if h == 0 else None)
-               for h in range(HEADS)]
-    for h, single in enumerate(singles):
-        single_state = single.state()
+    state = build(student, seed=123).state()
+    with seeded(123):
+        expected = [StandInHead(D_IN, D_OUT, CONTEXT, 0.0).state_dict() for _ in range(HEADS)]
+    for h in range(HEADS):
         for role in ("W_query", "W_key", "W_value"):
-            mine = expect_tensor(wrapper_state.get(f"heads.{h}.{role}.weight"), f"heads[{h}].{role}.weight")
-            solo = expect_tensor(single_state.get(f"{role}.weight"), f"CausalAttention.{role}.weight")
-            assert torch.equal(mine, solo), (
-                f"after torch.manual_seed(123), heads[{h}] is not the {h + 1}-th CausalAttention created in a row: "
-                "build the heads with one CausalAttention(...) per head, in order, and nothing random in between")
+            mine = expect_tensor(state.get(f"heads.{h}.{role}.weight"), f"heads[{h}].{role}.weight")
+            assert torch.equal(mine.float(), expected[h][f"{role}.weight"]), (
+                f"after torch.manual_seed(123), heads[{h}] is not the {h + 1}-th CausalAttention created in a "
+                "row: build the heads with one CausalAttention(...) per head, in order, and nothing random "
+                "in between")

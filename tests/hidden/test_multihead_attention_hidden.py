@@ -2,7 +2,7 @@
 
 import torch
 from oracle import linear_attention, linear_params, multihead, qkv_params, randn, suspects
-from probes import probe_params, probe_weights, weights_from_output
+from probes import dropout_hits_weights, ones_value_params, probe_params, probe_weights, weights_from_output
 
 from grader.testing import (expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded,
                             tolerance)
@@ -116,6 +116,11 @@ def test_dropout(student):
     survivors = visible & ~zero
     assert torch.allclose(trained[survivors], eval_weights[survivors] / (1 - p), rtol=1e-3, atol=1e-5), (
         "in training mode the surviving attention weights should be the eval-mode weights times 1/(1-p)")
+    module.load(ones_value_params(D_IN, d_out, out_proj=True))
+    out = expect_tensor(module.forward(randn(4, N, D_IN, seed=6), train=True, seed=7), "MultiHeadAttention output")
+    assert dropout_hits_weights(out, heads), (
+        "in training mode, dropout seems to act on the context vectors or the output, not on the attention "
+        "weights: apply self.dropout to attn_weights, before attn_weights @ values")
 
 
 @graded("multihead_attention: qkv_bias and the out_proj bias are used", points=1)

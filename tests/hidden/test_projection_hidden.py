@@ -3,13 +3,13 @@
 import torch
 from oracle import randn
 
-from grader.testing import expect_close, expect_tensor, graded
+from grader.testing import expect_close, expect_tensor, graded, seeded
 
 
 @graded("projection: init_qkv_weights draws W_query, W_key, W_value in that order with torch.rand", points=2)
 def test_init_draw_order(student):
-    torch.manual_seed(7)
-    expected = [torch.rand(6, 4) for _ in range(3)]
+    with seeded(7):
+        expected = [torch.rand(6, 4) for _ in range(3)]
     weights = student.call("init_qkv_weights", 6, 4, seed=7)
     assert isinstance(weights, tuple) and len(weights) == 3, "return the tuple (W_query, W_key, W_value)"
     got = [expect_tensor(W, name, shape=(6, 4)) for name, W in zip(("W_query", "W_key", "W_value"), weights)]

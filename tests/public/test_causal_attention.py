@@ -3,7 +3,7 @@
 import torch
 from chapter_data import BOOK_ATOL, CAUSAL_SEED123, book_batch
 
-from grader.testing import expect_tensor, graded
+from grader.testing import expect_tensor, graded, seeded
 
 
 @graded("causal_attention: reproduces the chapter (seed 123)", points=2)
@@ -19,9 +19,9 @@ def test_book(student):
 
 @graded("causal_attention: output has shape (b, n, d_out) for n < context_length", points=1)
 def test_shape(student):
-    torch.manual_seed(0)
-    module = student.build("CausalAttention", 5, 4, 8, 0.0, seed=0)
-    out = module.forward(torch.randn(3, 6, 5))
+    with seeded(0):
+        x = torch.randn(3, 6, 5)
+    out = student.build("CausalAttention", 5, 4, 8, 0.0, seed=0).forward(x)
     expect_tensor(out, "CausalAttention output for 3 sequences of 6 tokens", shape=(3, 6, 4))
 
 

@@ -3,7 +3,7 @@
 import torch
 from chapter_data import BOOK_ATOL, SEED789_MASKED_WEIGHTS, SEED789_SCORES_LOWER, SEED789_WEIGHTS
 
-from grader.testing import expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded
+from grader.testing import expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded, seeded
 
 
 @graded("masking: causal_mask is a bool (n, n) mask, True strictly above the diagonal", points=2)
@@ -28,8 +28,8 @@ def test_book_masking(student):
         "mask_and_renormalize differs from the chapter's printout: zero the entries above the diagonal, "
         "then divide each row by its sum")
     # The future scores were not printed (they are masked): any value there must give the same weights.
-    torch.manual_seed(1)
-    scores = SEED789_SCORES_LOWER + torch.triu(torch.randn(6, 6), diagonal=1)
+    with seeded(1):
+        scores = SEED789_SCORES_LOWER + torch.triu(torch.randn(6, 6), diagonal=1)
     weights = student.call("causal_attention_weights", scores, 2)
     weights = expect_tensor(weights, "causal_attention_weights output", shape=(6, 6))
     assert torch.allclose(weights.float(), SEED789_MASKED_WEIGHTS, atol=BOOK_ATOL * 5), (
@@ -39,8 +39,8 @@ def test_book_masking(student):
 
 @graded("masking: causal weights sum to one per row and give the future zero weight", points=1)
 def test_causal_properties(student):
-    torch.manual_seed(0)
-    scores = torch.randn(3, 5, 5) * 2
+    with seeded(0):
+        scores = torch.randn(3, 5, 5) * 2
     weights = expect_tensor(student.call("causal_attention_weights", scores, 4), "causal attention weights",
                             shape=(3, 5, 5))
     expect_future_hidden(weights, "causal attention weights")

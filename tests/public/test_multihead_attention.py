@@ -4,7 +4,7 @@ import torch
 from chapter_data import BOOK_ATOL, MHA_SEED123, book_batch
 
 from grader.student import StudentError
-from grader.testing import expect_tensor, graded
+from grader.testing import expect_tensor, graded, seeded
 
 
 @graded("multihead_attention: reproduces the chapter (seed 123)", points=2)
@@ -20,9 +20,9 @@ def test_book(student):
 
 @graded("multihead_attention: output has shape (b, n, d_out)", points=1)
 def test_shape(student):
-    torch.manual_seed(0)
-    module = student.build("MultiHeadAttention", 5, 8, 9, 0.0, 2, seed=0)
-    out = module.forward(torch.randn(3, 7, 5))
+    with seeded(0):
+        x = torch.randn(3, 7, 5)
+    out = student.build("MultiHeadAttention", 5, 8, 9, 0.0, 2, seed=0).forward(x)
     expect_tensor(out, "MultiHeadAttention output for 3 sequences of 7 tokens", shape=(3, 7, 8))
 
 

@@ -1,7 +1,8 @@
 """Step 1 (projection): public checks. Run them with `make check STEP=projection`."""
 
 import torch
-from chapter_data import BOOK_ATOL, INPUTS_3D, INPUTS_3D_SEED100, SEED100_QUERY_2, SEED100_WEIGHTS, SEED123_QUERY_2
+from chapter_data import (BOOK_ATOL, INPUTS_3D, INPUTS_3D_SEED100, SEED100_QUERY_2, SEED100_WEIGHTS, SEED123_QUERY_2,
+                          seeded_rand_weights)
 
 from grader.testing import expect_tensor, graded
 
@@ -31,8 +32,7 @@ def test_init_book_seed100(student):
 @graded("projection: project gives the chapter's query for 'journey' (seeds 123 and 100)", points=1)
 def test_project_book(student):
     for seed, inputs, printed in ((123, INPUTS_3D, SEED123_QUERY_2), (100, INPUTS_3D_SEED100, SEED100_QUERY_2)):
-        torch.manual_seed(seed)
-        W_query, W_key, W_value = (torch.rand(3, 2) for _ in range(3))
+        W_query, W_key, W_value = seeded_rand_weights(seed, 3, 2)
         result = student.call("project", inputs, W_query, W_key, W_value)
         assert isinstance(result, tuple) and len(result) == 3, "project should return (queries, keys, values)"
         queries = expect_tensor(result[0], "queries", shape=(6, 2))

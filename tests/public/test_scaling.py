@@ -5,7 +5,7 @@ from chapter_data import (BOOK_ATOL, INPUTS_3D, INPUTS_3D_SEED100, INPUTS_8D, SA
                           SA_V2_SEED789, SEED123_8D_CONTEXT, SEED123_8D_SCORES, SEED123_8D_WEIGHTS,
                           SEED123_CONTEXT_2, SEED123_SCORES_2, SEED123_WEIGHTS_2, seeded_rand_weights)
 
-from grader.testing import expect_rows_sum_to_one, expect_tensor, graded, scalar
+from grader.testing import expect_rows_sum_to_one, expect_tensor, graded, scalar, seeded
 
 
 def book_close(actual, printed, what, advice):
@@ -34,8 +34,8 @@ def test_book_step_by_step(student):
 
 @graded("scaling: attention weights are positive and each row sums to one", points=1)
 def test_rows_sum_to_one(student):
-    torch.manual_seed(0)
-    scores = torch.randn(2, 5, 5) * 3
+    with seeded(0):
+        scores = torch.randn(2, 5, 5) * 3
     weights = expect_tensor(student.call("scaled_attention_weights", scores, 9), "attention weights", shape=(2, 5, 5))
     assert (weights > 0).all(), "every attention weight should be positive (softmax never gives 0 here)"
     expect_rows_sum_to_one(weights, "the attention weights")
