@@ -114,4 +114,5 @@ def test_lengths(student):
         x = randn(2, n, D_IN, seed=12 + n)
         expect_close(module.forward(x), linear_attention(x, params, causal=True),
                      f"CausalAttention outputs for {n} token(s) (context_length={CONTEXT})", device=student.device,
-                     advice="slice the mask to the number of tokens: mask[:num_tokens, :num_tokens]")
+                     advice="slice the mask to the number of tokens: mask[:num_tokens, :num_tokens]",
+                     suspects=suspects(lambda faults: linear_attention(x, params, True, faults), FAULTS))

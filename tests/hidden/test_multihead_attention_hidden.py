@@ -137,4 +137,5 @@ def test_lengths(student):
         x = randn(2, n, D_IN, seed=14 + n)
         expect_close(module.forward(x), multihead(x, params, HEADS),
                      f"MultiHeadAttention outputs for {n} token(s) (context_length={CONTEXT})", device=student.device,
-                     advice="slice the mask to the number of tokens: mask[:num_tokens, :num_tokens]")
+                     advice="slice the mask to the number of tokens: mask[:num_tokens, :num_tokens]",
+                     suspects=suspects(lambda faults: multihead(x, params, HEADS, faults), FAULTS))
