@@ -13,7 +13,6 @@
 
 import json
 import re
-from pathlib import Path
 
 from .suite import ROOT
 

@@ -7,7 +7,9 @@ themselves without looking inside the student's module.
 """
 
 import torch
-from oracle import identity_values, linear, one_hot_tokens, qkv_params, split_heads, weights_of
+from oracle import identity_values, linear, one_hot_tokens, qkv_params, randn, split_heads, weights_of
+
+from grader.testing import expect_tensor, tolerance
 
 
 def probe_params(d_in, d_out, n, heads=1, seed=0, out_proj=False):
@@ -60,3 +62,27 @@ def reference_weights(x, params, heads):
     else:
         queries, keys = queries.unsqueeze(1), keys.unsqueeze(1)
     return weights_of(queries @ keys.transpose(-2, -1), keys.shape[-1])
+
+
+def check_causal(module, x, what, device, advice):
+    """Perturb tokens t+1.. for every t: the outputs of tokens 0..t must not move."""
+    b, n, _ = x.shape
+    base = expect_tensor(module.forward(x), what)
+    for t in range(n - 1):
+        perturbed = x.clone()
+        perturbed[:, t + 1:] += randn(b, n - t - 1, x.shape[-1], seed=7 + t)
+        out = expect_tensor(module.forward(perturbed), what, shape=tuple(base.shape))
+        if not torch.allclose(out[:, : t + 1], base[:, : t + 1], atol=tolerance(device)[0]):
+            raise AssertionError(f"changing tokens {t + 1}.. changed the output of token {t} or earlier: "
+                                 f"information leaks from the future; {advice}")
+
+
+def check_batch_independent(module, x, what, device, advice):
+    """Replace sequence 1 of the batch: the outputs of the other sequences must not move."""
+    base = expect_tensor(module.forward(x), what)
+    changed = x.clone()
+    changed[1] = randn(*x.shape[1:], seed=10)
+    out = expect_tensor(module.forward(changed), what, shape=tuple(base.shape))
+    others = [i for i in range(x.shape[0]) if i != 1]
+    assert torch.allclose(out[others], base[others], atol=tolerance(device)[0]), (
+        f"changing sequence 1 of the batch changed the outputs of the other sequences: {advice}")
