@@ -141,7 +141,7 @@ class InjectionError(Exception):
 
 def describe_module(root, student_module_name):
     """Structure facts the judge checks: submodules, parameters, buffers, stray tensors."""
-    modules = {}
+    modules, buffers, plain_tensors = {}, {}, {}
     for path, sub in root.named_modules():
         entry = {
             "class": type(sub).__name__,
@@ -155,22 +155,16 @@ def describe_module(root, student_module_name):
         if isinstance(sub, (torch.nn.ModuleList, torch.nn.Sequential)):
             entry.update(length=len(sub))
         modules[path] = entry
-    buffers = {}
-    for path, sub in root.named_modules():
+        prefix = f"{path}." if path else ""
+        non_persistent = getattr(sub, "_non_persistent_buffers_set", set())
         for name, tensor in sub.named_buffers(recurse=False):
-            full = f"{path}.{name}" if path else name
-            buffers[full] = {
-                "shape": list(tensor.shape),
-                "dtype": str(tensor.dtype),
-                "persistent": name not in getattr(sub, "_non_persistent_buffers_set", set()),
-            }
-    plain_tensors = {}
-    for path, sub in root.named_modules():
+            buffers[prefix + name] = {"shape": list(tensor.shape), "dtype": str(tensor.dtype),
+                                      "persistent": name not in non_persistent}
         for name, value in vars(sub).items():
             if isinstance(value, torch.Tensor) and not name.startswith("_"):
-                full = f"{path}.{name}" if path else name
-                plain_tensors[full] = {"shape": list(value.shape), "device": str(value.device)}
-    parameters = {name: {"shape": list(p.shape), "id": id(p)} for name, p in root.named_parameters(remove_duplicate=False)}
+                plain_tensors[prefix + name] = {"shape": list(value.shape), "device": str(value.device)}
+    parameters = {name: {"shape": list(p.shape), "id": id(p)}
+                  for name, p in root.named_parameters(remove_duplicate=False)}
     return {"modules": modules, "parameters": parameters, "buffers": buffers, "plain_tensors": plain_tensors}
 
 

@@ -1,13 +1,7 @@
 """One find/replace edit of the clean solution: a bug or a correct variant."""
 from dataclasses import dataclass
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION", "# TODO: Implement")
-
-def clean_solution():
-    lines = (ROOT / "solutions" / "attention.py").read_text().splitlines(keepends=True)
-    return "".join(line for line in lines if not line.strip().startswith(MARKERS))
+from grader.generate import clean_solution
 
 @dataclass(frozen=True)
 class Mutation:

@@ -23,17 +23,22 @@ def maxima(suite):
     return max_points(suite)
 
 
+def grade_text(folder, name, text, suite, **options):
+    """Write `text` (str or bytes) to folder/name and grade it through the sandboxed judge."""
+    path = folder / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return grade_submission(path, Path(name).stem, suite, Options(**options))
+
+
 @pytest.fixture
 def grade(tmp_path, suite):
     """grade(text, name="attention.py", **options) -> SubmissionResult for that source."""
 
     def run(text, name="attention.py", **options):
-        path = tmp_path / name
-        if isinstance(text, bytes):
-            path.write_bytes(text)
-        else:
-            path.write_text(text)
-        return grade_submission(path, Path(name).stem, suite, Options(**options))
+        return grade_text(tmp_path, name, text, suite, **options)
 
     return run
 
@@ -46,9 +51,7 @@ def grade_many(tmp_path_factory, suite):
     def run(sources):
         def one(item):
             name, text = item
-            path = folder / f"{name}.py"
-            path.write_text(text)
-            return name, grade_submission(path, name, suite, Options())
+            return name, grade_text(folder, f"{name}.py", text, suite)
 
         with ThreadPoolExecutor(max_workers=2) as pool:
             return dict(pool.map(one, sources.items()))
