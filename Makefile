@@ -15,9 +15,10 @@ JOBS ?= 2
 
 .PHONY: test grade student check clean
 
-$(VENV)/.installed: requirements.txt
+# requirements.txt: what grading needs; requirements-publish.txt: the LMS tools (otter, nbgrader).
+$(VENV)/.installed: requirements.txt requirements-publish.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -r requirements.txt -r requirements-publish.txt
 	touch $@
 
 # The public and hidden tests run in-process on the reference; tests/kit grades through the sandbox.
