@@ -52,13 +52,18 @@ def grade_command(args):
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             graded = list(pool.map(one, collected.submissions))
         if not single:
-            results_io.write_atomic(out / "grades.csv", results_io.grades_csv(graded))
+            write_class_files(out, graded, maxima, args)
         print(results_io.score_table(graded, maxima))
         where = args.results if (single and args.results) else (out / "results.json" if single else out)
         print(f"\n{len(graded)} submission(s) graded in {time.monotonic() - started:.1f}s; results in {where}")
         return 0
     finally:
         collected.cleanup()
+
+
+def write_class_files(out, graded, maxima, args):
+    """Everything written once per class, after all its submissions are graded (grades.csv...)."""
+    results_io.write_atomic(out / "grades.csv", results_io.grades_csv(graded))
 
 
 def generate_command(args):
