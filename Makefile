@@ -2,6 +2,7 @@
 #   make test                      the kit's whole test suite (installs everything first)
 #   make grade [SUBMISSION=PATH] [OUT=DIR] [RESULTS=FILE]   grade a file, folder or zip (default: the sample class)
 #   make student                   regenerate exercises/, student_template/ and samples/class/ from solutions/
+#   make publish                   build dist/: student release, Otter, Gradescope and nbgrader autograders
 #   make check STEP=masking [SUBMISSION=exercises/attention.py]   a student's public check of one step
 PYTHON ?= python3.11
 VENV := .venv
@@ -13,7 +14,7 @@ STEP ?=
 DEVICE ?= cpu
 JOBS ?= 2
 
-.PHONY: test grade student check clean
+.PHONY: test grade student check publish clean
 
 # requirements.txt: what grading needs; requirements-publish.txt: the LMS tools (otter, nbgrader).
 $(VENV)/.installed: requirements.txt requirements-publish.txt
@@ -30,6 +31,9 @@ grade: $(VENV)/.installed
 
 student: $(VENV)/.installed
 	$(PY) -m grader generate
+
+publish: $(VENV)/.installed
+	$(PY) -m grader publish --dist dist
 
 check: $(VENV)/.installed
 	SUBMISSION=$(or $(SUBMISSION),exercises/attention.py) $(PY) -m pytest tests/public -q $(if $(STEP),-m $(STEP))

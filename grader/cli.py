@@ -79,6 +79,14 @@ def generate_command(args):
     return 0
 
 
+def publish_command(args):
+    from .publish import PARTS, publish
+
+    for path in publish(args.dist, args.parts or PARTS):
+        print(f"wrote {path}")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -93,9 +101,13 @@ def main(argv=None):
     grade.add_argument("--public-only", action="store_true", help="grade with the public tests only")
     generate = commands.add_parser("generate", help="regenerate the student files from solutions/")
     generate.add_argument("--check", action="store_true", help="only report stale generated files")
+    publish = commands.add_parser("publish", help="build the student release and the LMS autograders into dist/")
+    publish.add_argument("--dist", default="dist", help="output folder (default: dist)")
+    publish.add_argument("parts", nargs="*", help="only these parts (student, otter, gradescope, nbgrader)")
     args = parser.parse_args(argv)
     try:
-        return {"grade": grade_command, "generate": generate_command}[args.command](args)
+        commands_by_name = {"grade": grade_command, "generate": generate_command, "publish": publish_command}
+        return commands_by_name[args.command](args)
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
