@@ -1,0 +1,98 @@
+"""dist/gradescope/autograder.zip, run end to end in a temporary /autograder layout.
+
+Its run_autograder must give, per step, exactly what the kit's grader gives on
+the same file: it is the kit's grader, run from the unpacked zip.
+"""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+import zipfile
+
+import pytest
+from bugs import BUGS
+
+from grader.publish import gradescope
+from grader.steps import STEP_KEYS
+
+BUG = next(bug for bug in BUGS if bug.id == "masking_not_renormalised")
+
+
+@pytest.fixture(scope="module")
+def autograder_zip(tmp_path_factory):
+    return gradescope.build(tmp_path_factory.mktemp("dist"))[0]
+
+
+def run_autograder(autograder_zip, root, files):
+    """Lay out `root` like /autograder (source/ from the zip, submission/ from `files`) and run it."""
+    (root / "source").mkdir(parents=True)
+    with zipfile.ZipFile(autograder_zip) as archive:
+        archive.extractall(root / "source")
+    for name, text in files.items():
+        target = root / "submission" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    (root / "submission").mkdir(exist_ok=True)
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable}
+    started = time.monotonic()
+    done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
+                          text=True, timeout=300)
+    seconds = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((root / "results" / "results.json").read_text()), seconds
+
+
+def steps_of(results):
+    scores = {key: 0.0 for key in STEP_KEYS}
+    for test in results["tests"]:
+        scores[test["name"].split(":")[0]] += test["score"]
+    return scores
+
+
+def test_zip_holds_the_grader_tests_and_pinned_cpu_requirements(autograder_zip):
+    with zipfile.ZipFile(autograder_zip) as archive:
+        names = set(archive.namelist())
+        modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
+        requirements = archive.read("requirements.txt").decode()
+        setup = archive.read("setup.sh").decode()
+    assert {"setup.sh", "run_autograder", "requirements.txt", "grader/cli.py", "tests/hidden/oracle.py",
+            "tests/public/chapter_data.py"} <= names
+    assert not any(name.startswith(("solutions/", "tests/kit/", "tests/catalogue/")) for name in names)
+    assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
+    assert "torch==2.13.0+cpu" in requirements.splitlines()
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in requirements.splitlines()
+    assert "python=3.11" in setup
+
+
+@pytest.mark.parametrize("case", ["solution", "stub_notebook", "bug"])
+def test_run_autograder_agrees_with_the_kit_grader(case, autograder_zip, tmp_path, grade, clean, stub):
+    from grader.generate import code_sections, notebook
+
+    name, text = {
+        "solution": ("attention.py", clean),
+        "stub_notebook": ("attention.ipynb", notebook(code_sections(stub))),
+        "bug": ("attention.py", BUG.apply(clean)),
+    }[case]
+    # Gradescope keeps uploaded folders: the file may sit deeper, next to other files.
+    results, seconds = run_autograder(autograder_zip, tmp_path / "autograder",
+                                      {f"my work/{name}": text, "notes.txt": "not code"})
+    kit = grade(text, name=name)
+    print(f"{case}: run_autograder {seconds:.1f}s, kit grader {kit.seconds:.1f}s")
+    assert steps_of(results) == kit.step_scores()
+    assert results["score"] == pytest.approx(kit.score)
+    assert {"projection", "masking"} <= {t["name"].split(":")[0] for t in results["tests"]}
+    if case == "solution":
+        assert results["score"] == 100
+    elif case == "stub_notebook":
+        assert results["score"] == 0
+    else:
+        assert 0 < steps_of(results)[BUG.step] < 15 and results["score"] < 100
+
+
+def test_submission_without_code_gets_zero_with_a_reason(autograder_zip, tmp_path):
+    results, _ = run_autograder(autograder_zip, tmp_path / "autograder", {"attention.txt": "print(1)"})
+    assert results["score"] == 0 and results["tests"] == []
+    assert "No .py or .ipynb file" in results["output"] and "attention.txt" in results["output"]
