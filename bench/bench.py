@@ -1,0 +1,211 @@
+"""`make bench`: how fast and how lean grading is, against the targets of the kit.
+
+Prints, for this machine:
+  * the floor: seconds of `python -c "import torch"` (median of 3), the cost of any fresh process;
+  * bulk grading of N submissions (1 in 4 correct, the rest catalogue bugs) through the real CLI:
+    total wall time, median seconds per submission, ratio of the total to the floor (target <= 20);
+  * a student's `make check STEP=masking` (target <= 1.5 x the floor);
+  * peak memory of grading one submission, judge + fork server + worker (target <= 700 MB);
+  * stock `otter run` on three of the same submissions, and the ratio to the kit's grader;
+  * kill -9 midway through the bulk run, rerun: grades.csv must equal the uninterrupted run's.
+
+Usage: python bench/bench.py [--count 200] [--device cpu] [--jobs 2] [--no-otter] [--no-resume]
+"""
+
+import argparse
+import csv
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "catalogue")]
+
+from grader.generate import clean_solution  # noqa: E402
+from samples import synthetic_class  # noqa: E402
+
+PYTHON = sys.executable
+TARGETS = {"bulk_ratio": 20.0, "check_ratio": 1.5, "peak_mb": 700.0}
+
+
+def timed(command, **kwargs):
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, **kwargs)
+    return time.monotonic() - started, done
+
+
+def import_floor():
+    return statistics.median(timed([PYTHON, "-c", "import torch"])[0] for _ in range(3))
+
+
+def tree(root):
+    """Pids of `root` and everything below it."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    found, frontier = [root], [root]
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            found.append(child)
+            frontier.append(child)
+    return found
+
+
+def memory_of(pids):
+    """(sum of resident set sizes, sum of proportional set sizes) in bytes."""
+    rss = pss = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as rollup:
+                for line in rollup:
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1]) * 1024
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return rss, pss
+
+
+def peak_memory(command):
+    """Run `command`, sampling its whole process tree's memory every 20 ms; return the peaks."""
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peaks = [0, 0]
+    while process.poll() is None:
+        rss, pss = memory_of(tree(process.pid))
+        peaks = [max(peaks[0], rss), max(peaks[1], pss)]
+        time.sleep(0.02)
+    return peaks
+
+
+def grade_command(folder, out, args):
+    return [PYTHON, "-m", "grader", "grade", str(folder), "--out", str(out), "--jobs", str(args.jobs),
+            "--device", args.device]
+
+
+def bulk(folder, out, args):
+    seconds, done = timed(grade_command(folder, out, args))
+    if done.returncode:
+        sys.exit(f"bulk grading failed:\n{done.stderr[-2000:]}")
+    per = [json.loads(p.read_text())["extra_data"]["seconds"] for p in (out / "results").glob("*.json")]
+    return seconds, statistics.median(per)
+
+
+def killed_and_resumed(folder, out, reference, args):
+    """SIGKILL a run once half the results exist, rerun it; compare grades.csv with `reference`."""
+    process = subprocess.Popen(grade_command(folder, out, args), cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    half = args.count // 2
+    while process.poll() is None and len(list((out / "results").glob("*.json"))) < half:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    before = len(list((out / "results").glob("*.json")))
+    seconds, done = timed(grade_command(folder, out, args))
+    resumed = next((line for line in done.stderr.splitlines() if line.startswith("resuming")), "no resume line")
+    same = (out / "grades.csv").read_text() == reference.read_text()
+    return before, resumed, seconds, same
+
+
+def otter_runs(files, args):
+    """Seconds of stock `otter run` per submission with dist/otter's zip, or why it could not run."""
+    otter = Path(PYTHON).with_name("otter")
+    if not otter.exists():
+        return None, "otter is not installed (make test installs it)"
+    with tempfile.TemporaryDirectory() as dist:
+        built = subprocess.run([PYTHON, "-m", "grader", "publish", "--dist", dist, "otter"], cwd=ROOT,
+                               capture_output=True, text=True)
+        zips = sorted(Path(dist).glob("otter/*.zip"))
+        if built.returncode or not zips:
+            return None, f"could not build the Otter autograder: {built.stderr.strip()[-300:]}"
+        times = []
+        for file in files:
+            with tempfile.TemporaryDirectory() as out:
+                times.append(timed([str(otter), "run", "-a", str(zips[0]), "-o", out, str(file)], timeout=600)[0])
+        return times, ""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=200)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--no-otter", action="store_true")
+    parser.add_argument("--no-resume", action="store_true")
+    args = parser.parse_args()
+    rows = []
+
+    def report(label, value, target=None, good=None):
+        verdict = "" if good is None else ("  ok" if good else "  MISSED")
+        rows.append(f"{label:<52} {value:>16}{f'   target {target}' if target else ''}{verdict}")
+        print(rows[-1], flush=True)
+
+    print(f"make bench: {args.count} submissions, device {args.device}, {args.jobs} jobs, {os.cpu_count()} cores")
+    floor = import_floor()
+    report("floor: python -c 'import torch' (median of 3)", f"{floor:.2f} s")
+    with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
+        scratch = Path(scratch)
+        folder = scratch / "class"
+        folder.mkdir()
+        for name, text in synthetic_class(clean_solution(), args.count).items():
+            (folder / name).write_text(text)
+        total, median = bulk(folder, scratch / "out", args)
+        report(f"bulk: {args.count} submissions, wall time", f"{total:.1f} s")
+        report("bulk: seconds per submission (median of grading)", f"{median:.3f} s")
+        report("bulk: wall time per submission", f"{total / args.count:.3f} s")
+        report("bulk: wall time / floor", f"{total / floor:.1f} x", "<= 20 x", total / floor <= TARGETS["bulk_ratio"])
+
+        env = dict(os.environ, SUBMISSION="solutions/attention.py")
+        check = statistics.median(
+            timed([PYTHON, "-m", "pytest", "tests/public", "-q", "-m", "masking", "-p", "no:cacheprovider"],
+                  env=env)[0] for _ in range(3))
+        report("student check: pytest tests/public -m masking", f"{check:.2f} s")
+        report("student check / floor", f"{check / floor:.2f} x", "<= 1.5 x", check / floor <= TARGETS["check_ratio"])
+
+        rss, pss = peak_memory([PYTHON, "-m", "grader", "grade", "solutions/attention.py", "--out",
+                                str(scratch / "one"), "--device", args.device])
+        report("one submission: peak memory, sum of PSS", f"{pss / 2**20:.0f} MB", "<= 700 MB",
+               pss / 2**20 <= TARGETS["peak_mb"])
+        report("one submission: peak memory, sum of RSS (shared pages counted per process)",
+               f"{rss / 2**20:.0f} MB")
+
+        if not args.no_otter:
+            sample = [folder / name for name in sorted(os.listdir(folder))[:3]]
+            times, why = otter_runs(sample, args)
+            if times:
+                kit_one = statistics.median(timed(grade_command(path, scratch / "k1", args))[0] for path in sample)
+                otter_one = statistics.median(times)
+                report("otter run: seconds per submission (median of 3)", f"{otter_one:.1f} s")
+                report("kit grader, same 3 files one by one (fresh CLI each)", f"{kit_one:.1f} s")
+                report("otter run / kit grader, one file from the command line", f"{otter_one / kit_one:.1f} x")
+                report("otter run / kit grader, per submission in bulk", f"{otter_one / (total / args.count):.0f} x")
+            else:
+                report("otter run", "n/a", why)
+
+        if not args.no_resume:
+            before, resumed, seconds, same = killed_and_resumed(folder, scratch / "killed", scratch / "out" / "grades.csv",
+                                                                args)
+            report("kill -9 midway: results on disk when killed", f"{before}/{args.count}")
+            report("rerun after the kill: wall time", f"{seconds:.1f} s")
+            report(f"rerun: {resumed}", "")
+            report("grades.csv after kill + rerun == uninterrupted", "identical" if same else "DIFFERENT",
+                   "identical", same)
+    print("\nsummary")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
