@@ -49,12 +49,14 @@ def collect(path):
         if len(entries) == 1 and entries[0].is_dir():  # a zip of one folder of submissions
             folder = entries[0]
         _collect_folder(folder, collected)
+        _name_by_lms(folder, collected)
     elif path.is_file():
         if path.suffix not in SUFFIXES:
             raise UsageError(f"{path} is not a .py, .ipynb or .zip file")
         collected.submissions.append((safe_name(path.stem), path))
     elif path.is_dir():
         _collect_folder(path, collected)
+        _name_by_lms(path, collected)
     else:
         raise UsageError(f"{path} is neither a file nor a folder")
     collected.submissions = _named_apart(collected.submissions, collected.problems)
@@ -90,6 +92,38 @@ def _named_apart(entries, problems):
         seen.add(unique)
         named.append((unique, path))
     return named
+
+
+def _name_by_lms(folder, collected):
+    """Name each submission by its student in a Canvas bulk download or a Gradescope export (see lms)."""
+    from . import lms  # lms uses safe_name from here
+
+    metadata = folder / lms.GRADESCOPE_METADATA
+    if metadata.is_file():  # one folder per submission; the metadata says whose
+        try:
+            people = lms.gradescope_submitters(metadata)
+        except Exception as error:  # noqa: BLE001 - a damaged file must not stop the grading
+            collected.problems.append(f"{metadata.name} cannot be read ({error}); folders keep their names")
+            return
+        names = {safe_name(key): lms.gradescope_name(who) for key, who in people.items() if who}
+        collected.submissions = [(names.get(name, name), path) for name, path in collected.submissions]
+        collected.problems = [p for p in collected.problems if not p.startswith(f"{metadata.name}:")]
+        return
+    canvas = {path: lms.parse_canvas_name(path.name) for _, path in collected.submissions if path.parent == folder}
+    if not canvas or not all(canvas.values()):
+        return
+    files = {}  # Canvas user ID -> that student's files (an upload of several files, or resubmitted names)
+    for path, parsed in canvas.items():
+        files.setdefault(parsed.user_id, []).append((parsed, path))
+    named = [(name, path) for name, path in collected.submissions if path not in canvas]
+    for group in files.values():
+        group.sort(key=lambda item: (re.sub(r"-\d+$", "", Path(item[0].original).stem) != "attention",
+                                     item[1].suffix != ".py", item[1].name))
+        parsed, path = group[0]
+        named.append((parsed.name, path))
+        if len(group) > 1:
+            collected.problems.append(f"{parsed.name}: several code files; graded {parsed.original}")
+    collected.submissions = named
 
 
 def _collect_folder(folder, collected):

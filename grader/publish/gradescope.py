@@ -10,7 +10,8 @@ oracle is tests/hidden/oracle.py: no solution file is shipped).
 
 `AUTOGRADER_ROOT` (default /autograder) moves the whole layout (source/,
 submission/, results/), so a test can run it end to end in a temporary folder;
-`AUTOGRADER_PYTHON` overrides the interpreter setup.sh installs.
+`AUTOGRADER_PYTHON` overrides the interpreter setup.sh installs, `AUTOGRADER_TIME_LIMIT` the
+seconds per step.
 """
 
 import re
@@ -52,6 +53,7 @@ RUN = f"""\
 set -uo pipefail
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 PYTHON="${{AUTOGRADER_PYTHON:-/opt/kit-python/bin/python}}"
+TIME_LIMIT="${{AUTOGRADER_TIME_LIMIT:-{TIME_LIMIT}}}"  # seconds per step
 RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
 chmod -R go-rwx "$ROOT/source/tests" 2>/dev/null || true
@@ -82,7 +84,7 @@ PICK
 cd "$ROOT/source"
 WORK=$(mktemp -d)
 "$PYTHON" -m grader grade "$SUBMISSION" --results "$RESULTS" --out "$WORK" \\
-    --time-limit {TIME_LIMIT} --memory-limit {MEMORY_LIMIT} --jobs 1 --device cpu
+    --time-limit "$TIME_LIMIT" --memory-limit {MEMORY_LIMIT} --jobs 1 --device cpu
 STATUS=$?
 rm -rf "$WORK"
 if [ ! -s "$RESULTS" ]; then

@@ -18,6 +18,7 @@ from bugs import BUGS
 from grader.publish import gradescope
 from grader.steps import STEP_KEYS
 
+TIME_LIMIT = 60  # generous: a loaded test machine must not turn a slow step into a failed one
 BUG = next(bug for bug in BUGS if bug.id == "masking_not_renormalised")
 
 
@@ -36,7 +37,8 @@ def run_autograder(autograder_zip, root, files):
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
     (root / "submission").mkdir(exist_ok=True)
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable}
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable,
+           "AUTOGRADER_TIME_LIMIT": str(TIME_LIMIT)}
     started = time.monotonic()
     done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
                           text=True, timeout=300)
@@ -79,9 +81,11 @@ def test_run_autograder_agrees_with_the_kit_grader(case, autograder_zip, tmp_pat
     # Gradescope keeps uploaded folders: the file may sit deeper, next to other files.
     results, seconds = run_autograder(autograder_zip, tmp_path / "autograder",
                                       {f"my work/{name}": text, "notes.txt": "not code"})
-    kit = grade(text, name=name)
+    kit = grade(text, name=name, time_limit=TIME_LIMIT)
     print(f"{case}: run_autograder {seconds:.1f}s, kit grader {kit.seconds:.1f}s")
-    assert steps_of(results) == kit.step_scores()
+    assert steps_of(results) == kit.step_scores(), (
+        [(t["name"], t["output"]) for t in results["tests"] if t["score"] < t["max_score"]],
+        [(t.name, t.output) for t in kit.tests if t.score < t.max_score])
     assert results["score"] == pytest.approx(kit.score)
     assert {"projection", "masking"} <= {t["name"].split(":")[0] for t in results["tests"]}
     if case == "solution":

@@ -1,0 +1,193 @@
+"""Grades in from Canvas and Gradescope, out to Canvas and Moodle (grader/lms.py).
+
+The CSVs are checked against the import formats the LMSs document: Canvas
+(Student, ID, SIS User ID, SIS Login ID, Section, then `Title (assignment_id)`
+columns, an optional `Points Possible` row) and Moodle (a user identifier column
+mapped at upload, one column per grade item). A student without a submission
+gets an empty cell; commas and non-ASCII names survive.
+"""
+
+import csv
+import io
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from grader import lms
+from grader.judge import SubmissionResult
+from grader.judge import TestResult as Verdict
+from grader.submissions import collect
+from grader.suite import ROOT
+
+CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+
+
+def class_of_30():
+    """30 students: (display name, Canvas id, SIS id, login, email). Names with commas and accents."""
+    people = [("Doe, Jane", "Jane", "Doe"), ("Núñez, Zoë", "Zoë", "Núñez"), ("Ørsted, Åse", "Åse", "Ørsted"),
+              ("O'Brien, Seán", "Seán", "O'Brien")]
+    people += [(f"Student{i:02d}, Test", "Test", f"Student{i:02d}") for i in range(len(people), 30)]
+    return [{"name": name, "first": first, "last": last, "id": str(5000 + i), "sis": f"S{i:04d}",
+             "login": f"{first.lower()}{i}", "email": f"student{i}@example.edu"}
+            for i, (name, first, last) in enumerate(people)]
+
+
+ABSENT = {1, 7, 29}  # Zoë among them: a non-ASCII name with an empty cell
+
+
+def result(name, score, suite):
+    """A SubmissionResult whose tests (the real suite's) add up to `score` out of 100."""
+    tests, left = [], score
+    for test in suite:
+        earned = min(test.points, left)
+        left -= earned
+        tests.append(Verdict(test.name, test.step, earned, test.points, "", test.visibility))
+    return SubmissionResult(name, f"{name}.py", tests)
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="", encoding="utf-8-sig") as stream:  # Canvas exports carry a BOM
+        csv.writer(stream).writerows(rows)
+    return path
+
+
+def read_csv(path):
+    raw = path.read_bytes().decode("utf-8")
+    return raw, list(csv.reader(io.StringIO(raw)))
+
+
+@pytest.fixture
+def canvas_roster(tmp_path):
+    """A Canvas gradebook export: header, Points Possible row, one row per student."""
+    rows = [[*CANVAS_HEADER, "Attention exercises (4242)", "Quiz 1 (777)"],
+            ["    Points Possible", "", "", "", "", "100.00", "10.00"]]
+    rows += [[p["name"], p["id"], p["sis"], p["login"], "Section A", "", "7"] for p in class_of_30()]
+    return write_csv(tmp_path / "canvas_export.csv", rows)
+
+
+def test_canvas_csv_for_a_class_of_30_with_3_missing(canvas_roster, tmp_path, suite, maxima):
+    people = class_of_30()
+    # Submissions named as a Canvas bulk download names them: lastfirst_USERID.
+    graded = [result(f"{p['last'].lower()}{p['first'].lower()}_{p['id']}", 40 + i, suite)
+              for i, p in enumerate(people) if i not in ABSENT]
+    notes = lms.write_lms_files(tmp_path, graded, maxima, canvas_roster)
+    raw, rows = read_csv(tmp_path / "canvas_grades.csv")
+    assert rows[0] == [*CANVAS_HEADER, "Attention exercises (4242)"]  # the export's own column, id kept
+    assert rows[1] == ["Points Possible", "", "", "", "", "100"]
+    assert len(rows) == 2 + 30
+    for i, (row, person) in enumerate(zip(rows[2:], people)):
+        assert row[:5] == [person["name"], person["id"], person["sis"], person["login"], "Section A"]
+        assert row[5] == ("" if i in ABSENT else f"{40 + i}"), person["name"]
+    assert '"Doe, Jane"' in raw and "Núñez, Zoë" in raw and "\r\n" in raw
+    assert sum(row[5] == "" for row in rows[2:]) == 3
+    assert any("3 of 30 roster students have no submission" in note for note in notes)
+
+
+def test_moodle_csv_for_a_class_of_30_with_3_missing(tmp_path, suite, maxima):
+    people = class_of_30()
+    roster = write_csv(tmp_path / "moodle_participants.csv",
+                       [["First name", "Last name", "Email address", "Username"],
+                        *([p["first"], p["last"], p["email"], p["login"]] for p in people)])
+    graded = [result(p["login"], 60 + i, suite) for i, p in enumerate(people) if i not in ABSENT]
+    lms.write_lms_files(tmp_path, graded, maxima, roster)
+    raw, rows = read_csv(tmp_path / "moodle_grades.csv")
+    assert rows[0] == ["Full name", "Email address", "Username", lms.ASSIGNMENT_TITLE]
+    assert len(rows) == 1 + 30
+    for i, (row, person) in enumerate(zip(rows[1:], people)):
+        assert row == [f"{person['first']} {person['last']}", person["email"], person["login"],
+                       "" if i in ABSENT else f"{60 + i}"]
+    assert "Zoë Núñez" in raw and "Åse Ørsted" in raw
+
+
+def test_canvas_bulk_download_names_parse_to_user_ids():
+    late = lms.parse_canvas_name("nunezzoe_late_5001_99123_attention.ipynb")
+    assert (late.student, late.user_id, late.submission_id, late.original, late.late) == \
+        ("nunezzoe", "5001", "99123", "attention.ipynb", True)
+    on_time = lms.parse_canvas_name("doejane_5000_99124_my_attention_v2.py")
+    assert (on_time.user_id, on_time.original, on_time.late, on_time.name) == \
+        ("5000", "my_attention_v2.py", False, "doejane_5000")
+    assert lms.parse_canvas_name("attention.py") is None
+    assert lms.parse_canvas_name("alice_attention.py") is None
+
+
+def test_canvas_bulk_zip_graded_into_canvas_csv(tmp_path, clean, stub):
+    """End to end: `grade submissions.zip --roster export.csv` with a late file and students missing."""
+    people = class_of_30()[:5]
+    roster = write_csv(tmp_path / "export.csv", [CANVAS_HEADER, *([p["name"], p["id"], p["sis"], p["login"], "A"]
+                                                                 for p in people)])
+    archive = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr(f"doejane_{people[0]['id']}_811_attention.py", clean)
+        zipped.writestr(f"nunezzoe_late_{people[1]['id']}_812_attention.py", stub)  # late, and a real zero
+        zipped.writestr(f"orstedase_{people[2]['id']}_813_notes.txt", "I ran out of time")  # nothing to grade
+        zipped.writestr(f"obrienseán_{people[3]['id']}_814_attention-1.py", clean)  # Canvas renamed a resubmission
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(archive), "--roster", str(roster),
+                           "--out", str(out), "--time-limit", "60"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(out / "grades.csv", encoding="utf-8") as stream:
+        graded = {row["submission"]: row["total"] for row in csv.DictReader(stream)}
+    assert graded == {f"doejane_{people[0]['id']}": "100", f"nunezzoe_{people[1]['id']}": "0",
+                      f"obrienseán_{people[3]['id']}": "100"}
+    _, rows = read_csv(out / "canvas_grades.csv")
+    assert rows[0] == [*CANVAS_HEADER, lms.ASSIGNMENT_TITLE] and rows[1][0] == "Points Possible"
+    assert [row[5] for row in rows[2:]] == ["100", "0", "", "100", ""]
+    assert [row[1] for row in rows[2:]] == [p["id"] for p in people]
+    assert (out / "moodle_grades.csv").is_file()
+
+
+def test_gradescope_export_names_submissions_by_their_submitters(tmp_path, maxima, suite):
+    export = tmp_path / "assignment_1234_export"
+    (export / "submission_501").mkdir(parents=True)
+    (export / "submission_502" / "work").mkdir(parents=True)
+    (export / "submission_501" / "attention.py").write_text("x = 1\n")
+    (export / "submission_502" / "work" / "attention.ipynb").write_text("{}")
+    (export / lms.GRADESCOPE_METADATA).write_text(
+        "submission_501:\n"
+        "  :submitters:\n"
+        "  - :name: Jane Doe\n    :sid: 'S0000'\n    :email: student0@example.edu\n"
+        "  :created_at: 2024-03-01 10:00:00.000000000 -08:00\n  :score: 0.0\n"
+        "submission_502:\n"
+        "  :submitters:\n"
+        "  - :name: Zoë Núñez\n    :sid: ''\n    :email: student1@example.edu\n"
+        "  - :name: Åse Ørsted\n    :sid: 'S0002'\n    :email: student2@example.edu\n"
+        "  :created_at: 2024-03-01 11:00:00.000000000 -08:00\n  :score: 0.0\n", encoding="utf-8")
+    collected = collect(export)
+    names = sorted(name for name, _ in collected.submissions)
+    assert names == ["S0000", "student1_example.edu+S0002"]
+    assert not collected.problems  # the metadata file is not reported as a stray file
+    # A roster keyed by SIS id and email finds all three submitters; the others stay empty.
+    people = class_of_30()[:4]
+    roster = write_csv(tmp_path / "roster.csv", [["Name", "SID", "Email"],
+                                                 *([p["name"], p["sis"], p["email"]] for p in people)])
+    graded = [result("S0000", 70, suite), result("student1_example.edu+S0002", 55, suite)]
+    lms.write_lms_files(tmp_path, graded, maxima, roster)
+    _, rows = read_csv(tmp_path / "canvas_grades.csv")
+    assert [row[5] for row in rows[2:]] == ["70", "55", "55", ""]
+    _, rows = read_csv(tmp_path / "moodle_grades.csv")
+    assert rows[0] == ["Full name", "Email address", lms.ASSIGNMENT_TITLE]
+    assert [row[2] for row in rows[1:]] == ["70", "55", "55", ""]
+
+
+def test_unknown_and_duplicate_submissions_are_reported_not_guessed(tmp_path, maxima, suite):
+    people = class_of_30()[:3]
+    roster = write_csv(tmp_path / "roster.csv", [["Student", "Username"], *([p["name"], p["login"]] for p in people)])
+    graded = [result(f"{people[0]['login']}.py", 30, suite), result(f"{people[0]['login']}.ipynb", 80, suite),
+              result("mallory", 100, suite)]
+    notes = lms.write_lms_files(tmp_path, graded, maxima, roster)
+    _, rows = read_csv(tmp_path / "moodle_grades.csv")
+    assert [row[-1] for row in rows[1:]] == ["80", "", ""]
+    assert any("mallory: matches no single student" in note for note in notes)
+    assert any("two submissions" in note and "80" in note for note in notes)
+
+
+def test_bad_roster_stops_before_grading(tmp_path):
+    roster = write_csv(tmp_path / "roster.csv", [["colour", "size"], ["red", "L"]])
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", "solutions/attention.py", "--roster",
+                           str(roster), "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and "no column names a student" in done.stderr
+    assert not (tmp_path / "out").exists()
