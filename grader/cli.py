@@ -9,6 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from . import feedback, report
 from . import results as results_io
 from .judge import Options, grade_submission
 from .submissions import UsageError, collect
@@ -45,6 +46,8 @@ def grade_command(args):
             target = Path(args.results) if (single and args.results) else (
                 out / "results.json" if single else out / "results" / f"{name}.json")
             results_io.write_results_json(result, maxima, target)
+            if single:
+                feedback.write_page_beside(target)
             print(f"graded {name}: {result.score:g}/{sum(maxima.values()):g} in {result.seconds:.1f}s",
                   file=sys.stderr)
             return result
@@ -64,6 +67,8 @@ def grade_command(args):
 def write_class_files(out, graded, maxima, args):
     """Everything written once per class, after all its submissions are graded (grades.csv...)."""
     results_io.write_atomic(out / "grades.csv", results_io.grades_csv(graded))
+    feedback.write_pages(out)  # OUT/feedback/<name>.html, from OUT/results (so merges get them too)
+    print(report.write_report(out))
 
 
 def generate_command(args):
@@ -76,6 +81,17 @@ def generate_command(args):
         return 1 if stale else 0
     for path in generate_all():
         print(f"wrote {path}")
+    return 0
+
+
+def report_command(args):
+    """The cohort report (and the feedback pages) of an OUT folder, from its results/*.json."""
+    out = Path(args.out)
+    if not (out / "results").is_dir():
+        raise UsageError(f"{out} has no results/ folder: grade a class into it first (make grade OUT={out})")
+    if args.pages:
+        feedback.write_pages(out)
+    print(report.write_report(out))
     return 0
 
 
@@ -99,6 +115,9 @@ def main(argv=None):
     grade.add_argument("--memory-limit", default="2GiB", help="memory cap per step (default 2GiB)")
     grade.add_argument("--device", default="cpu", help="cpu or cuda")
     grade.add_argument("--public-only", action="store_true", help="grade with the public tests only")
+    cohort = commands.add_parser("report", help="write OUT/report.html (the cohort report) from OUT/results")
+    cohort.add_argument("--out", default="out", help="the graded class folder (default: out)")
+    cohort.add_argument("--pages", action="store_true", help="also rewrite the feedback pages OUT/feedback/*.html")
     generate = commands.add_parser("generate", help="regenerate the student files from solutions/")
     generate.add_argument("--check", action="store_true", help="only report stale generated files")
     publish = commands.add_parser("publish", help="build the student release and the LMS autograders into dist/")
@@ -106,7 +125,8 @@ def main(argv=None):
     publish.add_argument("parts", nargs="*", help="only these parts (student, otter, gradescope, nbgrader)")
     args = parser.parse_args(argv)
     try:
-        commands_by_name = {"grade": grade_command, "generate": generate_command, "publish": publish_command}
+        commands_by_name = {"grade": grade_command, "generate": generate_command, "publish": publish_command,
+                            "report": report_command}
         return commands_by_name[args.command](args)
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -15,6 +15,7 @@ import torch
 from .loader import SubmissionError, read_chunks
 from .steps import STEPS
 from .student import Student, StudentError, StudentUnavailable
+from .testing import details_of
 from .worker import WorkerTransport
 
 # The judge's tensors are tiny and it grades several submissions in threads while
@@ -40,6 +41,7 @@ class TestResult:
     max_score: float
     output: str
     visibility: str
+    details: dict = field(default_factory=dict)  # plain data: likely cause, picture, the student's error
 
 
 @dataclass
@@ -61,14 +63,19 @@ class SubmissionResult:
         return scores
 
 
-def run_test(test, student):
-    """Run one graded test; return (passed, message)."""
+def run_test(test, student, details=None):
+    """Run one graded test; return (passed, message). A failure's plain-data details (see
+    testing.details_of) go into `details` when given."""
     try:
         test.function(student)
         return True, ""
     except (StudentError, StudentUnavailable) as error:
+        if details is not None:
+            details.update(details_of(error))
         return False, str(error)
     except AssertionError as error:
+        if details is not None:
+            details.update(details_of(error))
         return False, str(error) or "assertion failed"
     except Exception as error:  # noqa: BLE001 - an odd student output tripped the check itself
         where = traceback.extract_tb(error.__traceback__)[-1]
@@ -121,12 +128,13 @@ def grade_step(sandbox, step_key, tests, seconds):
     student = sandbox.student_for(seconds)
     results = []
     for test in tests:
+        details = {}
         if student is None:
             passed, message = False, sandbox.fatal
         else:
-            passed, message = run_test(test, student)
+            passed, message = run_test(test, student, details)
         results.append(TestResult(test.name, step_key, test.points if passed else 0.0, test.points,
-                                  message, test.visibility))
+                                  message, test.visibility, details))
     return results
 
 

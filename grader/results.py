@@ -7,6 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from . import feedback
 from .steps import STEP_KEYS
 
 
@@ -15,7 +16,7 @@ def gradescope_json(result, maxima):
     output = ""
     if result.problems:
         output = "Problems found while loading your file:\n" + "\n".join(f"- {p}" for p in result.problems)
-    return {
+    data = {
         "score": round(result.score, 4),
         "output": output,
         "tests": [
@@ -30,6 +31,7 @@ def gradescope_json(result, maxima):
             "seconds": round(result.seconds, 3),
         },
     }
+    return feedback.finish(data, result.tests, result.problems)
 
 
 def write_atomic(path, text):

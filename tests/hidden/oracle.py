@@ -1,24 +1,19 @@
 """The judge's own reference: attention written as plain functions of explicit weights.
 
 Independent of `solutions/` (a kit test checks that both agree), computed in
-float64, and able to reproduce the classic mistakes (`faults`) so that a test
-can tell a student which one their output matches. Never shipped to students.
+float64, and able to reproduce the classic mistakes (`faults`, named by their
+keys in grader.diagnosis.CAUSES, which words them) so that a test can tell a
+student which one their output matches. Never shipped to students.
 """
 
 import math
 
 import torch
 
-FAULTS = {
-    "softmax_dim": "the softmax taken over the query axis (dim=-2) instead of each row",
-    "no_scale": "leaving out the division by sqrt(d_k)",
-    "scale_dk": "dividing by d_k instead of sqrt(d_k)",
-    "scale_after": "dividing by sqrt(d_k) after the softmax",
-    "zero_fill": "filling the masked scores with 0 instead of -inf",
-    "no_mask": "no causal mask at all (is the result of masked_fill thrown away? use masked_fill_ or assign it)",
-    "mask_past": "a mask that hides the past instead of the future (tril instead of triu?)",
-    "scores_kq": "keys @ queries^T instead of queries @ keys^T",
-}
+# The faults the functions below can reproduce.
+FAULTS = ("softmax_dim", "no_scale", "scale_dk", "scale_after", "scale_d_in", "zero_fill", "no_mask", "mask_past",
+          "scores_kq")
+MHA_FAULTS = ("split_no_transpose", "merge_no_transpose", "no_out_proj", "scale_d_out")
 
 
 def generator(seed):
@@ -78,14 +73,16 @@ def weights_of(scores, d_k, causal=True, faults=()):
 def self_attention(x, W_query, W_key, W_value, faults=()):
     """SelfAttention_v1 on one sequence with raw (d_in, d_out) matrices."""
     queries, keys, values = (x.double() @ W.double() for W in (W_query, W_key, W_value))
-    weights = weights_of(scores_of(queries, keys, faults), keys.shape[-1], causal=False, faults=faults)
+    d_k = x.shape[-1] if "scale_d_in" in faults else keys.shape[-1]
+    weights = weights_of(scores_of(queries, keys, faults), d_k, causal=False, faults=faults)
     return weights @ values
 
 
 def linear_attention(x, params, causal, faults=()):
     """Single-head attention with nn.Linear-style parameters ("W_query.weight", ...)."""
     queries, keys, values = (linear(x, params, role) for role in ("W_query", "W_key", "W_value"))
-    weights = weights_of(scores_of(queries, keys, faults), keys.shape[-1], causal=causal, faults=faults)
+    d_k = x.shape[-1] if "scale_d_in" in faults else keys.shape[-1]
+    weights = weights_of(scores_of(queries, keys, faults), d_k, causal=causal, faults=faults)
     return weights @ values
 
 
@@ -104,7 +101,7 @@ def multihead(x, params, num_heads, faults=()):
     else:
         queries, keys, values = (split_heads(t, num_heads) for t in (queries, keys, values))
     head_dim = d_out // num_heads
-    d_k = d_out if "scale_d_out" in faults else head_dim
+    d_k = d_out if "scale_d_out" in faults else x.shape[-1] if "scale_d_in" in faults else head_dim
     weights = weights_of(scores_of(queries, keys, faults), d_k, faults=faults)
     context = weights @ values  # (b, heads, n, head_dim)
     if "merge_no_transpose" in faults:
@@ -116,18 +113,12 @@ def multihead(x, params, num_heads, faults=()):
     return linear(context, params, "out_proj")
 
 
-MHA_FAULTS = {
-    "split_no_transpose": "splitting into heads with view(b, num_heads, n, head_dim) without the transpose(1, 2)",
-    "merge_no_transpose": "merging the heads back without transposing (1, 2) first",
-    "no_out_proj": "skipping out_proj at the end",
-    "scale_d_out": "scaling by sqrt(d_out) instead of sqrt(head_dim)",
-}
-
-
 def suspects(compute, faults):
-    """{description: output} for each named fault, computed with `compute(faults=(fault,))`."""
-    named = {**FAULTS, **MHA_FAULTS}
-    return {named[fault]: compute(faults=(fault,)) for fault in faults}
+    """{fault: output} for each named fault, computed with `compute(faults=(fault,))`."""
+    unknown = set(faults) - set(FAULTS) - set(MHA_FAULTS)
+    if unknown:
+        raise KeyError(f"the oracle cannot reproduce {sorted(unknown)}")
+    return {fault: compute(faults=(fault,)) for fault in faults}
 
 
 def one_hot_tokens(batch, n, d_in):

@@ -3,13 +3,16 @@
 With token i = e_i and W_value mapping e_j to e_j inside each head, the
 context vector of token i *is* row i of that head's attention weights, so the
 judge can check row sums, the causal pattern and dropout on the weights
-themselves without looking inside the student's module.
+themselves without looking inside the student's module. Also here: the check
+that seeded weights are torch.rand draws in the chapter's order, shared by the
+projection and SelfAttention_v1 tests.
 """
 
 import torch
 from oracle import identity_values, linear, one_hot_tokens, qkv_params, randn, split_heads, weights_of
 
-from grader.testing import expect_tensor, tolerance
+from grader.student import StudentError
+from grader.testing import CAUSES, Failure, details_of, expect_close, expect_tensor, seeded, tolerance
 
 
 def probe_params(d_in, d_out, n, heads=1, seed=0, out_proj=False):
@@ -86,3 +89,81 @@ def check_batch_independent(module, x, what, device, advice):
     others = [i for i in range(x.shape[0]) if i != 1]
     assert torch.allclose(out[others], base[others], atol=tolerance(device)[0]), (
         f"changing sequence 1 of the batch changed the outputs of the other sequences: {advice}")
+
+
+ROLES = ("W_query", "W_key", "W_value")
+
+
+def check_draws(got, d_in, d_out, seed, what):
+    """`got` ({role: tensor}) must be three torch.rand(d_in, d_out) draws in the order query, key, value
+    right after torch.manual_seed(seed); a known wrong way of drawing them is named."""
+    with seeded(seed):
+        uniform = [torch.rand(d_in, d_out) for _ in ROLES]
+    with seeded(seed):
+        normal = [torch.randn(d_in, d_out) for _ in ROLES]
+    for index, role in enumerate(ROLES):
+        value = expect_tensor(got.get(role), f"{what}{role}")
+        if tuple(value.shape) == (d_out, d_in) and d_in != d_out:
+            raise Failure(f"{what}{role} has shape {tuple(value.shape)}, expected {(d_in, d_out)}: create it as "
+                          "torch.rand(d_in, d_out)", cause="weight_shape")
+        value = expect_tensor(value, f"{what}{role}", shape=(d_in, d_out)).float()
+        if torch.allclose(value, uniform[index]):
+            continue
+        if torch.allclose(value, normal[index]):
+            raise Failure(f"{what}{role} is a torch.randn draw; the chapter draws the weights with torch.rand "
+                          "(uniform in [0, 1))", cause="randn_init")
+        for other, ordinal in enumerate(("first", "second", "third")):
+            if torch.allclose(value, uniform[other]):
+                raise Failure(f"{what}{role} is the {ordinal} torch.rand draw; draw W_query first, then W_key, "
+                              "then W_value", cause="qkv_order")
+        raise AssertionError(f"{what}{role} is not a torch.rand(d_in, d_out) draw made in the order query, key, "
+                             "value (right after the caller's torch.manual_seed)")
+
+
+def check_lengths(module, lengths, reference, make_input, what, device, suspects):
+    """The module must match `reference` for every length, longest (context_length) first. A crash
+    only on inputs shorter than context_length is the mask not sliced to the number of tokens."""
+    longest = max(lengths)
+    for n in sorted(lengths, reverse=True):
+        x = make_input(n)
+        try:
+            out = module.forward(x)
+        except StudentError as error:
+            if n == longest:
+                raise
+            raise Failure(f"{what} for {n} token(s): {error}\nwhile {longest} tokens (the full context_length) "
+                          f"work: {CAUSES['mask_not_sliced'].title}; {CAUSES['mask_not_sliced'].fix}",
+                          cause="mask_not_sliced", error=details_of(error).get("error")) from error
+        expect_close(out, reference(x), f"{what} for {n} token(s) (context_length={longest})", device=device,
+                     advice="slice the mask to the number of tokens: mask[:num_tokens, :num_tokens]",
+                     suspects=suspects(x))
+
+
+def check_module_dropout(module, params, p, batch, n, d_in, heads, seed, rate_tolerance, what):
+    """Eval mode is deterministic; in training mode dropout drops a share p of the visible attention
+    weights and scales the survivors by 1/(1-p). Read through the value trick (`params`: probe_params)."""
+    x = one_hot_tokens(batch, n, d_in)
+    module.load(params)
+    first, again = module.forward(x), module.forward(x)
+    first = expect_tensor(first, f"{what} output in eval mode")
+    if not torch.equal(first, expect_tensor(again, f"{what} output in eval mode")):
+        raise Failure("two forward passes in eval mode differ: dropout must be inactive in eval mode (use "
+                      "self.dropout, an nn.Dropout, which follows module.train()/eval())", cause="dropout_in_eval")
+    trained = module.forward(x, train=True, seed=seed)
+    if isinstance(trained, torch.Tensor) and torch.isnan(trained.double()).any():
+        raise Failure(f"{what} output in training mode contains NaN while eval mode is fine: "
+                      f"{CAUSES['dropout_before_softmax'].title}; {CAUSES['dropout_before_softmax'].fix}",
+                      cause="dropout_before_softmax")
+    trained = weights_from_output(expect_tensor(trained, f"{what} output in training mode"), n, heads)
+    eval_weights = weights_from_output(first, n, heads)
+    visible = torch.tril(torch.ones(n, n, dtype=torch.bool)).expand_as(trained)
+    zero = (trained.abs() < 1e-7) & visible
+    rate = zero.sum().item() / visible.sum().item()
+    if abs(rate - p) >= rate_tolerance:
+        raise Failure(f"in training mode with dropout={p}, {rate:.0%} of the visible attention weights were "
+                      "dropped; apply self.dropout to the attention weights",
+                      cause="dropout_not_applied" if rate == 0 else None)
+    survivors = visible & ~zero
+    assert torch.allclose(trained[survivors], eval_weights[survivors] / (1 - p), rtol=1e-3, atol=1e-5), (
+        "in training mode the surviving attention weights should be the eval-mode weights times 1/(1-p): "
+        "apply dropout to the attention weights after the softmax, before multiplying by the values")

@@ -3,22 +3,31 @@
 import torch
 from oracle import randn, suspects, weights_of
 
-from grader.testing import expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded
+from grader.testing import (Failure, expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor,
+                            graded)
 
 CAUSAL_FAULTS = ("zero_fill", "no_mask", "mask_past", "softmax_dim", "no_scale", "scale_dk", "scale_after")
 
 
+def wrong_masks(n):
+    """The masks that the usual slips build, with their causes."""
+    ones = torch.ones(n, n, dtype=torch.bool)
+    return [("mask_hides_diagonal", torch.triu(ones)), ("mask_past", torch.tril(ones)),
+            ("mask_past", torch.tril(ones, diagonal=-1))]
+
+
 @graded("masking: causal_mask is right for every length from 1 to 9", points=1)
 def test_mask_lengths(student):
-    for n in range(1, 10):
+    for n in range(9, 0, -1):  # longest first: for one token, hiding the diagonal and the past look the same
         mask = expect_tensor(student.call("causal_mask", n), f"causal_mask({n})", shape=(n, n))
         assert mask.dtype == torch.bool, f"causal_mask({n}) should be a bool tensor"
         expected = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
         wrong = mask != expected
         if wrong.any():
             i, j = wrong.nonzero()[0].tolist()
-            raise AssertionError(f"causal_mask({n})[{i}, {j}] is {bool(mask[i, j])}: hide exactly the positions "
-                                 "strictly above the diagonal (j > i)")
+            cause = next((cause for cause, known in wrong_masks(n) if torch.equal(mask, known)), None)
+            raise Failure(f"causal_mask({n})[{i}, {j}] is {bool(mask[i, j])}: hide exactly the positions "
+                          "strictly above the diagonal (j > i)", cause=cause, kind="signature")
 
 
 def renormalized(weights):
@@ -27,18 +36,27 @@ def renormalized(weights):
     return kept / kept.sum(dim=-1, keepdim=True)
 
 
+def renormalize_suspects(weights):
+    """What mask_and_renormalize gives with the usual slips."""
+    n = weights.shape[-1]
+    kept = weights.double() * torch.tril(torch.ones(n, n, dtype=torch.float64))
+    no_diagonal = weights.double() * torch.tril(torch.ones(n, n, dtype=torch.float64), diagonal=-1)
+    found = [("not_renormalised", kept),
+             ("mask_hides_diagonal", no_diagonal / no_diagonal.sum(-1, keepdim=True)),
+             ("mask_past", renormalized(weights.transpose(-2, -1)).transpose(-2, -1))]
+    if weights.dim() == 2:  # row sums without keepdim broadcast along the rows: column j / sum of row j
+        found.append(("keepdim_missing", kept / kept.sum(-1)))
+    return found
+
+
 @graded("masking: mask_and_renormalize matches the reference on a batch", points=2)
 def test_renormalize(student):
-    weights = torch.softmax(randn(3, 5, 5, seed=1, scale=2.0), dim=-1)
-    got = student.call("mask_and_renormalize", weights)
-    n = 5
-    not_renormalized = weights.double() * torch.tril(torch.ones(n, n, dtype=torch.float64))
-    hides_diagonal = weights.double() * torch.tril(torch.ones(n, n, dtype=torch.float64), diagonal=-1)
-    expect_close(got, renormalized(weights), "renormalised weights", device=student.device,
-                 suspects={"zeroing the future without renormalising the rows": not_renormalized,
-                           "a mask that also hides the diagonal": hides_diagonal / hides_diagonal.sum(-1, keepdim=True),
-                           "keeping the future and hiding the past": renormalized(weights.transpose(-2, -1))
-                           .transpose(-2, -1)})
+    # One matrix first: there a missing keepdim=True gives numbers (on a batch it raises).
+    for weights in (torch.softmax(randn(5, 5, seed=7, scale=2.0), dim=-1),
+                    torch.softmax(randn(3, 5, 5, seed=1, scale=2.0), dim=-1)):
+        got = student.call("mask_and_renormalize", weights)
+        expect_close(got, renormalized(weights), f"renormalised weights of shape {tuple(weights.shape)}",
+                     device=student.device, picture="causal", suspects=renormalize_suspects(weights))
 
 
 @graded("masking: mask_and_renormalize rows sum to one and the future is zero", points=1)
@@ -46,7 +64,7 @@ def test_renormalize_properties(student):
     weights = torch.softmax(randn(2, 6, 6, seed=2), dim=-1)
     got = expect_tensor(student.call("mask_and_renormalize", weights), "renormalised weights", shape=(2, 6, 6))
     expect_future_hidden(got, "renormalised weights", student.device)
-    expect_rows_sum_to_one(got, "the renormalised weights", student.device)
+    expect_rows_sum_to_one(got, "the renormalised weights", student.device, causal=True)
 
 
 @graded("masking: causal_attention_weights matches the reference on a batch", points=3)
@@ -54,9 +72,12 @@ def test_causal_weights(student):
     for shape, d_k in (((5, 5), 3), ((2, 6, 6), 7)):
         scores = randn(*shape, seed=3, scale=2.0)
         got = student.call("causal_attention_weights", scores, d_k)
+        n = shape[-1]
+        zeroed_after = weights_of(scores, d_k, causal=False) * torch.tril(torch.ones(n, n, dtype=torch.float64))
         expect_close(got, weights_of(scores, d_k), f"causal attention weights for scores of shape {shape}",
-                     device=student.device,
-                     suspects=suspects(lambda faults: weights_of(scores, d_k, faults=faults), CAUSAL_FAULTS))
+                     device=student.device, picture="causal",
+                     suspects={**suspects(lambda faults: weights_of(scores, d_k, faults=faults), CAUSAL_FAULTS),
+                               "not_renormalised": zeroed_after})
 
 
 @graded("masking: causal_attention_weights ignores the scores of future positions", points=2)
@@ -79,4 +100,4 @@ def test_causal_properties(student):
     scores = randn(3, 7, 7, seed=6, scale=4.0)
     got = expect_tensor(student.call("causal_attention_weights", scores, 5), "causal attention weights")
     expect_future_hidden(got, "causal attention weights", student.device)
-    expect_rows_sum_to_one(got, "the causal attention weights", student.device)
+    expect_rows_sum_to_one(got, "the causal attention weights", student.device, causal=True)

@@ -2,14 +2,14 @@
 
 import torch
 from oracle import linear_attention, linear_params, multihead, qkv_params, randn, suspects
-from probes import (check_batch_independent, check_causal, dropout_hits_weights, ones_value_params, probe_params,
-                    probe_weights, weights_from_output)
+from probes import (check_batch_independent, check_causal, check_lengths, check_module_dropout, dropout_hits_weights,
+                    ones_value_params, probe_params, probe_weights, weights_from_output)
 
-from grader.testing import expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded
+from grader.testing import Failure, expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded
 
 B, N, CONTEXT, D_IN, D_OUT, HEADS = 3, 5, 7, 6, 8, 2  # head_dim = 4
-FAULTS = ("split_no_transpose", "merge_no_transpose", "no_out_proj", "scale_d_out", "softmax_dim", "no_scale",
-          "scale_after", "zero_fill", "no_mask", "mask_past", "scores_kq")
+FAULTS = ("split_no_transpose", "merge_no_transpose", "no_out_proj", "scale_d_out", "scale_d_in", "softmax_dim",
+          "no_scale", "scale_after", "zero_fill", "no_mask", "mask_past", "scores_kq")
 
 
 def mha_params(seed, bias=False, d_in=D_IN, d_out=D_OUT):
@@ -64,7 +64,7 @@ def test_weights_through_values(student):
     weights = weights_from_output(expect_tensor(out, "MultiHeadAttention output", shape=(B, N, d_out)), N, heads)
     what = "the attention weights of every head (read through one-hot values)"
     expect_future_hidden(weights, what, student.device)
-    expect_rows_sum_to_one(weights, what, student.device)
+    expect_rows_sum_to_one(weights, what, student.device, causal=True)
 
 
 @graded("multihead_attention: changing future tokens does not change earlier outputs", points=2)
@@ -84,30 +84,16 @@ def test_batch_independence(student):
 
 @graded("multihead_attention: eval mode is deterministic; training applies dropout to the weights", points=1)
 def test_dropout(student):
-    p, batch, d_out, heads = 0.3, 64, 12, 2
-    params = probe_params(D_IN, d_out, N, heads=heads, out_proj=True)
+    p, d_out, heads = 0.3, 12, 2
     module = build(student, d_out=d_out, heads=heads, dropout=p, qkv_bias=True)
-    first, _ = probe_weights(module, params, batch, N, D_IN, d_out, heads=heads)
-    again, _ = probe_weights(module, params, batch, N, D_IN, d_out, heads=heads)
-    first = expect_tensor(first, "MultiHeadAttention output in eval mode")
-    assert torch.equal(first, expect_tensor(again, "MultiHeadAttention output in eval mode")), (
-        "two forward passes in eval mode differ: dropout must be inactive in eval mode (use self.dropout)")
-    trained, _ = probe_weights(module, params, batch, N, D_IN, d_out, heads=heads, train=True, seed=3)
-    trained = weights_from_output(expect_tensor(trained, "MultiHeadAttention output in training mode"), N, heads)
-    eval_weights = weights_from_output(first, N, heads)
-    visible = torch.tril(torch.ones(N, N, dtype=torch.bool)).expand_as(trained)
-    zero = (trained.abs() < 1e-7) & visible
-    rate = zero.sum().item() / visible.sum().item()
-    assert abs(rate - p) < 0.06, (f"in training mode with dropout={p}, {rate:.0%} of the visible attention "
-                                  "weights were dropped; apply self.dropout to the attention weights")
-    survivors = visible & ~zero
-    assert torch.allclose(trained[survivors], eval_weights[survivors] / (1 - p), rtol=1e-3, atol=1e-5), (
-        "in training mode the surviving attention weights should be the eval-mode weights times 1/(1-p)")
+    check_module_dropout(module, probe_params(D_IN, d_out, N, heads=heads, out_proj=True), p, batch=64, n=N,
+                         d_in=D_IN, heads=heads, seed=3, rate_tolerance=0.06, what="MultiHeadAttention")
     module.load(ones_value_params(D_IN, d_out, out_proj=True))
     out = expect_tensor(module.forward(randn(4, N, D_IN, seed=6), train=True, seed=7), "MultiHeadAttention output")
-    assert dropout_hits_weights(out, heads), (
-        "in training mode, dropout seems to act on the context vectors or the output, not on the attention "
-        "weights: apply self.dropout to attn_weights, before attn_weights @ values")
+    if not dropout_hits_weights(out, heads):
+        raise Failure("in training mode, dropout seems to act on the context vectors or the output, not on the "
+                      "attention weights: apply self.dropout to attn_weights, before attn_weights @ values",
+                      cause="dropout_on_context")
 
 
 @graded("multihead_attention: qkv_bias and the out_proj bias are used", points=1)
@@ -120,9 +106,6 @@ def test_biases(student):
 def test_lengths(student):
     params = mha_params(13)
     module = build(student, params=params)
-    for n in (1, CONTEXT):
-        x = randn(2, n, D_IN, seed=14 + n)
-        expect_close(module.forward(x), multihead(x, params, HEADS),
-                     f"MultiHeadAttention outputs for {n} token(s) (context_length={CONTEXT})", device=student.device,
-                     advice="slice the mask to the number of tokens: mask[:num_tokens, :num_tokens]",
-                     suspects=suspects(lambda faults: multihead(x, params, HEADS, faults), FAULTS))
+    check_lengths(module, (1, CONTEXT), lambda x: multihead(x, params, HEADS),
+                  lambda n: randn(2, n, D_IN, seed=14 + n), "MultiHeadAttention outputs", student.device,
+                  lambda x: suspects(lambda faults: multihead(x, params, HEADS, faults), FAULTS))

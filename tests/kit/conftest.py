@@ -64,6 +64,22 @@ def clean():
     return clean_solution()
 
 
+# The bug catalogue and the correct variants, graded once per session through the sandboxed judge:
+# test_catalogue checks their scores, test_diagnosis the causes their feedback names.
+@pytest.fixture(scope="session")
+def graded_bugs(grade_many, clean):
+    from bugs import BUGS
+
+    return grade_many({bug.id: bug.apply(clean) for bug in BUGS})
+
+
+@pytest.fixture(scope="session")
+def graded_variants(grade_many, clean):
+    from variants import VARIANTS
+
+    return grade_many({variant.id: variant.apply(clean) for variant in VARIANTS})
+
+
 @pytest.fixture(scope="session")
 def stub():
     return exercise_module()

@@ -1,20 +1,13 @@
-"""The bug catalogue is caught, each bug in its own step; correct variants keep full marks."""
+"""The bug catalogue is caught, each bug in its own step; correct variants keep full marks.
+
+The catalogue is graded once per session by the `graded_bugs` / `graded_variants` fixtures (conftest.py).
+"""
 
 import pytest
 from bugs import BUGS
 from variants import VARIANTS
 
 from grader.steps import STEP_KEYS
-
-
-@pytest.fixture(scope="module")
-def graded_bugs(grade_many, clean):
-    return grade_many({bug.id: bug.apply(clean) for bug in BUGS})
-
-
-@pytest.fixture(scope="module")
-def graded_variants(grade_many, clean):
-    return grade_many({variant.id: variant.apply(clean) for variant in VARIANTS})
 
 
 def test_catalogue_is_large_and_covers_every_step():

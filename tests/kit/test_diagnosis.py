@@ -1,0 +1,72 @@
+"""Diagnosis: the feedback names the right cause for the catalogue's bugs, and none for correct variants."""
+
+import pytest
+from bugs import BUGS
+from diagnose import TARGET, causes_named_for_variants, diagnosis_rate
+
+from grader.diagnosis import CAUSES, crash_cause, diagnose_step, limit_of
+
+
+def test_every_bug_expects_a_known_cause():
+    assert [bug.id for bug in BUGS if bug.diagnosis not in CAUSES] == []
+
+
+def test_the_right_cause_is_named_for_most_bugs(graded_bugs):
+    rate, misses = diagnosis_rate(graded_bugs)
+    assert rate >= TARGET, [(bug.id, bug.diagnosis, named) for bug, named in misses]
+
+
+def test_no_cause_is_named_for_a_correct_variant(graded_variants):
+    assert causes_named_for_variants(graded_variants) == {}
+
+
+@pytest.mark.parametrize("error, cause", [
+    ({"type": "RuntimeError", "message": "The size of tensor a (5) must match the size of tensor b (7) at "
+      "non-singleton dimension 2", "location": "a.py, line 9, in forward: s.masked_fill_(self.mask.bool(), -1)"},
+     "mask_not_sliced"),
+    ({"type": "RuntimeError", "message": "The size of tensor a (5) must match the size of tensor b (7)",
+      "location": "a.py, line 9, in forward: s.masked_fill_(self.mask.bool()[:n, :n], -1)"}, None),
+    ({"type": "RuntimeError", "message": "Expected size for first two dimensions of batch2 tensor to be: [2, 2]",
+      "location": "a.py, line 3, in forward: attn_scores = queries @ keys.T"}, "keys_transpose"),
+    ({"type": "RuntimeError", "message": "mat1 and mat2 shapes cannot be multiplied (4x5 and 3x5)",
+      "location": "a.py, line 3, in project: return x @ W_query.T, x @ W_key.T, x @ W_value.T"}, "weight_transposed"),
+    ({"type": "RuntimeError", "message": "view size is not compatible with input tensor's size and stride (at least"
+      " one dimension spans across two contiguous subspaces). Use .reshape(...) instead.", "location": ""},
+     "view_not_contiguous"),
+    ({"type": "InjectionError", "message": "W_key.bias is not an nn.Parameter of CausalAttention (found NoneType); "
+      "create it as the chapter does", "location": ""}, "qkv_bias_ignored"),
+    ({"type": "InjectionError", "message": "out_proj.bias is not an nn.Parameter of MultiHeadAttention (found "
+      "NoneType); create it as the chapter does", "location": ""}, "out_proj_bias"),
+    ({"type": "ZeroDivisionError", "message": "division by zero", "location": "a.py, line 1, in f: 1 / 0"}, None),
+])
+def test_crash_signatures(error, cause):
+    assert crash_cause(error) == cause
+
+
+def test_no_evidence_no_cause():
+    failed = {"name": "masking: x", "score": 0, "max_score": 1, "output": "causal attention weights differ from "
+              "the reference at 3 of 25 entries", "details": {}}
+    assert diagnose_step([failed]) is None
+    passed = dict(failed, score=1, details={"cause": "zero_fill", "kind": "signature"})
+    assert diagnose_step([passed]) is None  # a passing test is no evidence
+
+
+def test_strongest_evidence_wins_and_is_quoted():
+    tests = [{"name": "masking: a", "score": 0, "max_score": 1, "output": "boom", "details":
+              {"error": {"type": "RuntimeError", "message": "must match the size of tensor",
+                         "location": "f.py, line 1, in g: x.masked_fill(self.mask, 0)"}}},
+             {"name": "masking: b", "score": 0, "max_score": 2, "output": "row 4 of the weights sums to 2.1; more",
+              "details": {"cause": "softmax_dim", "kind": "property"}}]
+    found = diagnose_step(tests)
+    assert found["cause"] == "softmax_dim" and found["evidence"].startswith("row 4 of the weights sums to 2.1")
+
+
+@pytest.mark.parametrize("message, kind", [
+    ("time limit: this step ran past its 10 s budget while forward (an infinite loop?)", "time"),
+    ("memory limit: your code used more than 2 GiB while forward", "memory"),
+    ("your code's process crashed (signal SIGSEGV) while forward", "crash"),
+    ("project(...) raised MemoryError: ", "memory"),
+    ("queries differ from the reference at 3 of 12 entries", None),
+])
+def test_limits_are_recognised(message, kind):
+    assert limit_of(message) == kind
