@@ -88,3 +88,13 @@ def stub():
 @pytest.fixture(scope="session")
 def solution_notebook(clean):
     return notebook(code_sections(clean))
+
+
+@pytest.fixture(scope="session")
+def otter_dist(tmp_path_factory):
+    """`make publish`'s student and otter parts, built once per session into a temporary dist/."""
+    from grader.publish import publish
+
+    folder = tmp_path_factory.mktemp("dist")
+    publish(folder, parts=("student", "otter"))
+    return folder

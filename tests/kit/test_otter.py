@@ -1,0 +1,156 @@
+"""The stock Otter autograder (dist/otter) and `make grade ENGINE=otter`, with the real `otter run`.
+
+`otter run` costs 12-16 s per submission (more on a busy machine), so this file
+runs it about ten times: the solution as .py and as the released notebook, the
+stub, six catalogue bugs in six steps (compared with the kit's own grader test
+by test), and one submission that hangs.
+"""
+
+import json
+import os
+import tempfile
+import time
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import yaml
+from bugs import BUGS
+from otter.test_files import create_test_file
+from otter.nbmeta_config import NBMetadataConfig
+
+from grader.generate import code_sections, notebook
+from grader.judge import Options, grade_submission
+from grader.otter_engine import case_verdicts, grade_with_otter
+from grader.publish.otter import NAME
+from grader.publish.student import with_checks
+from grader.steps import STEP_KEYS
+
+pytestmark = pytest.mark.kit
+
+COMPARED_BUGS = ("scaling_softmax_dim_minus2", "masking_fill_zero", "dropout_no_rescale", "causal_mask_not_sliced",
+                 "wrapper_same_head_repeated", "mha_merge_without_transpose")
+
+
+@pytest.fixture(scope="module")
+def autograder(otter_dist):
+    return otter_dist / "otter" / f"{NAME}-autograder.zip"
+
+
+def otter_grade(autograder, path, suite, **options):
+    return grade_with_otter(path, path.stem, suite, Options(**options), autograder=autograder)
+
+
+def failures(result):
+    return [(test.name, test.output) for test in result.tests if test.score < test.max_score]
+
+
+# -- the zip ----------------------------------------------------------------
+
+def test_zip_is_an_otter_autograder_for_python_3_11_and_cpu_torch(autograder):
+    with zipfile.ZipFile(autograder) as archive:
+        names = set(archive.namelist())
+        environment = yaml.safe_load(archive.read("environment.yml"))
+        config = json.loads(archive.read("otter_config.json"))
+    assert {"run_autograder", "setup.sh", "run_otter.py", "otter_config.json"} <= names
+    assert {f"tests/{key}.py" for key in STEP_KEYS} == {n for n in names if n.count("/") == 1 and n.startswith("tests/")}
+    assert "files/grader/otter_check.py" in names and "files/grader/notebook_checks.py" in names
+    assert "tests/public/test_masking.py" in names and "files/kit_hidden_tests/hidden/test_masking_hidden.py" in names
+    assert config["lang"] == "python"
+    assert "python=3.11" in environment["dependencies"]
+    pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in pip
+    assert "torch==2.13.0+cpu" in pip and "numpy==2.2.6" in pip
+    assert not [line for line in pip if "nvidia" in line or "cuda" in line]
+
+
+def test_one_question_per_step_with_the_kits_cases_and_points(autograder, suite, maxima, tmp_path):
+    with zipfile.ZipFile(autograder) as archive:
+        archive.extractall(tmp_path)
+    for key in STEP_KEYS:
+        test_file = create_test_file(str(tmp_path / "tests" / f"{key}.py"), NBMetadataConfig())
+        kit = [test for test in suite if test.step == key]
+        assert test_file.name == key
+        assert [(case.name, case.points, case.hidden) for case in test_file.test_cases] == [
+            (test.name, test.points, test.kind == "hidden") for test in kit]
+        assert test_file.possible == maxima[key]
+        source = (tmp_path / "tests" / f"{key}.py").read_text()
+        assert "OK_FORMAT = False" in source and "@test_case(" in source
+
+
+def test_case_verdicts_read_otters_summary():
+    summary = ("masking results:\n    masking: a result:\n        ✅ Test case passed\n\n"
+               "    masking: b result:\n        ❌ Test case failed\n        Error at line 3 in test masking:\n"
+               "              check(env, KIT, 'masking: b')\n        CheckFailed: masking: b\n"
+               "        row 2 sums to 0.5\n            more result:\n")
+    assert case_verdicts(summary, ["masking: a", "masking: b"]) == {
+        "masking: a": (True, ""), "masking: b": (False, "row 2 sums to 0.5\n    more result:")}
+    assert case_verdicts("masking results: All test cases passed!", ["masking: a"]) == {"masking: a": (True, "")}
+
+
+# -- otter run --------------------------------------------------------------
+
+def test_solution_py_gets_full_marks(autograder, suite, maxima, clean, tmp_path):
+    path = tmp_path / "solution.py"
+    path.write_text(clean)
+    result = otter_grade(autograder, path, suite)
+    assert not failures(result), failures(result)[:3]
+    assert result.step_scores() == maxima and not result.problems
+
+
+def test_released_notebook_with_solutions_gets_full_marks(autograder, suite, maxima, clean, tmp_path):
+    """The student release's notebook (grader.check cells included), solved, under a kernel that is not here."""
+    document = json.loads(with_checks(notebook(code_sections(clean))))
+    document["metadata"]["kernelspec"] = {"name": "conda-env-course-py", "display_name": "Course", "language": "python"}
+    path = tmp_path / "solution.ipynb"
+    path.write_text(json.dumps(document))
+    result = otter_grade(autograder, path, suite)
+    assert not failures(result), failures(result)[:3]
+    assert result.step_scores() == maxima
+
+
+def test_stub_gets_zero_with_the_steps_message(autograder, suite, stub, tmp_path):
+    path = tmp_path / "stub.py"
+    path.write_text(stub)
+    result = otter_grade(autograder, path, suite)
+    assert result.score == 0
+    for test in result.tests:
+        assert "not implemented yet" in test.output and f"{test.step}: " in test.output, (test.name, test.output)
+
+
+def test_bugs_get_the_same_scores_as_the_kits_grader(autograder, suite, maxima, clean, tmp_path):
+    bugs = [bug for bug in BUGS if bug.id in COMPARED_BUGS]
+    assert len({bug.step for bug in bugs}) == len(COMPARED_BUGS)
+    paths = []
+    for bug in bugs:
+        path = tmp_path / f"{bug.id}.py"
+        path.write_text(bug.apply(clean))
+        paths.append(path)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        by_otter = list(pool.map(lambda path: otter_grade(autograder, path, suite), paths))
+    for bug, path, otter in zip(bugs, paths, by_otter):
+        kit = grade_submission(path, bug.id, suite, Options())
+        assert otter.step_scores() == kit.step_scores(), bug.id
+        assert otter.step_scores()[bug.step] < maxima[bug.step], f"{bug.id} was not caught"
+        assert [(t.name, t.score) for t in otter.tests] == [(t.name, t.score) for t in kit.tests], bug.id
+
+
+def test_a_hanging_submission_is_stopped_with_everything_it_started(autograder, suite, clean, tmp_path):
+    pid_file = tmp_path / "sleeper.pid"
+    hang = clean + (
+        "\nimport subprocess, time\n"
+        f"_sleeper = subprocess.Popen(['sleep', '600'], start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(_sleeper.pid))\n"
+        "time.sleep(600)\n")
+    path = tmp_path / "hang.py"
+    path.write_text(hang)
+    before = set(os.listdir(tempfile.gettempdir()))
+    started = time.monotonic()
+    result = otter_grade(autograder, path, suite, submission_time_limit=35)
+    assert time.monotonic() - started < 60
+    assert result.score == 0 and "did not finish within 35 s" in result.problems[0]
+    sleeper = int(pid_file.read_text())
+    time.sleep(0.2)
+    assert not os.path.exists(f"/proc/{sleeper}") or "Z" in open(f"/proc/{sleeper}/stat").read().split()[2]
+    leftovers = [name for name in set(os.listdir(tempfile.gettempdir())) - before if name.startswith("kit-otter-run-")]
+    assert not leftovers
