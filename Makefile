@@ -1,6 +1,7 @@
 # Every workflow of the attention exercise kit. Each target creates and reuses .venv/.
 #   make test                      the kit's whole test suite (installs everything first)
 #   make grade [SUBMISSION=PATH] [OUT=DIR] [RESULTS=FILE]   grade a file, folder or zip (default: the sample class)
+#   make grade SUBMISSION=canvas.zip ROSTER=roster.csv   also OUT/canvas_grades.csv and OUT/moodle_grades.csv
 #   make student                   regenerate exercises/, student_template/ and samples/class/ from solutions/
 #   make publish                   build dist/: student release, Otter, Gradescope and nbgrader autograders
 #   make check STEP=masking [SUBMISSION=exercises/attention.py]   a student's public check of one step
@@ -13,6 +14,7 @@ RESULTS ?=
 STEP ?=
 DEVICE ?= cpu
 JOBS ?= 2
+ROSTER ?=
 
 .PHONY: test grade student check publish clean
 
@@ -27,7 +29,7 @@ test: $(VENV)/.installed
 	SUBMISSION=solutions/attention.py $(PY) -m pytest -q
 
 grade: $(VENV)/.installed
-	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) --device $(DEVICE) --jobs $(JOBS) $(if $(RESULTS),--results $(RESULTS))
+	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) --device $(DEVICE) --jobs $(JOBS) $(if $(RESULTS),--results $(RESULTS)) $(if $(ROSTER),--roster $(ROSTER))
 
 student: $(VENV)/.installed
 	$(PY) -m grader generate

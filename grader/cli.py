@@ -67,6 +67,11 @@ def grade_command(args):
 def write_class_files(out, graded, maxima, args):
     """Everything written once per class, after all its submissions are graded (grades.csv...)."""
     results_io.write_atomic(out / "grades.csv", results_io.grades_csv(graded))
+    if getattr(args, "roster", None):  # Canvas and Moodle import files, one row per roster student
+        from . import lms
+
+        for note in lms.write_lms_files(out, graded, maxima, args.roster):
+            print(f"note: {note}", file=sys.stderr)
     feedback.write_pages(out)  # OUT/feedback/<name>.html, from OUT/results (so merges get them too)
     print(report.write_report(out))
 
@@ -103,6 +108,17 @@ def publish_command(args):
     return 0
 
 
+def roster_argument(text):
+    """--roster: checked before any grading, so a bad roster costs seconds, not a graded class."""
+    from . import lms
+
+    try:
+        lms.read_roster(text)
+    except (OSError, ValueError, UnicodeDecodeError) as error:
+        raise argparse.ArgumentTypeError(f"cannot use {text} as a roster: {error}") from None
+    return text
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -115,6 +131,9 @@ def main(argv=None):
     grade.add_argument("--memory-limit", default="2GiB", help="memory cap per step (default 2GiB)")
     grade.add_argument("--device", default="cpu", help="cpu or cuda")
     grade.add_argument("--public-only", action="store_true", help="grade with the public tests only")
+    grade.add_argument("--roster", type=roster_argument, default=None,
+                       help="class list CSV (a Canvas gradebook export, a Moodle or plain roster): also write "
+                            "OUT/canvas_grades.csv and OUT/moodle_grades.csv, empty for students who did not submit")
     cohort = commands.add_parser("report", help="write OUT/report.html (the cohort report) from OUT/results")
     cohort.add_argument("--out", default="out", help="the graded class folder (default: out)")
     cohort.add_argument("--pages", action="store_true", help="also rewrite the feedback pages OUT/feedback/*.html")
