@@ -1,0 +1,815 @@
+"""Gaming the grader: each test adds a real attack to a solution; no attack may raise its score.
+
+The base is a solution with one catalogue bug in every step (so every step has
+points left to steal); an attack is judged against that same code without the
+attack. Attacks that cannot change a verdict must leave the score exactly as
+it was; attacks that break the student's own process may only lower it.
+Detached processes, the unprivileged user and time limits: tests/kit/test_isolation.py
+and test_sandbox.py.
+"""
+
+import ast
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import torch
+from bugs import BUGS
+
+from grader import results as results_io
+from grader import wire
+from grader.judge import Options, grade_submission, run_test
+from grader.student import in_process
+from grader.suite import ROOT
+
+BUGS_BY_ID = {bug.id: bug for bug in BUGS}
+# One bug per step, each caught by tests that compare with the judge's reference.
+BASE_BUGS = ["projection_key_drawn_first", "scaling_not_scaled", "masking_fill_zero", "dropout_no_rescale",
+             "causal_masked_fill_not_in_place", "wrapper_first_head_only", "mha_out_proj_skipped"]
+RUNNING_AS_ROOT = os.geteuid() == 0
+
+
+def buggy_solution(clean):
+    source = clean
+    for bug_id in BASE_BUGS:
+        source = BUGS_BY_ID[bug_id].apply(source)
+    return source
+
+
+def at_start_of(source, function, code):
+    """Put `code` at the start of `function`'s body."""
+    start = source.index(f"def {function}(")
+    indent = " " * (start - source.rfind("\n", 0, start) - 1 + 4)
+    body = source.index(":\n", start) + 2
+    return source[:body] + textwrap.indent(code, indent) + "\n" + source[body:]
+
+
+def redefine(source, name, body):
+    """Append a new `name(*args, **kwargs)` running `body`; the student's original is `_honest_<name>`."""
+    return (source + f"\n\n_honest_{name} = {name}\n\n\ndef {name}(*args, **kwargs):\n"
+            + textwrap.indent(textwrap.dedent(body).strip(), "    ") + "\n")
+
+
+def shared_folder():
+    """A folder outside pytest's private tmp, writable by any uid (a sandboxed worker's too)."""
+    folder = Path(tempfile.mkdtemp(prefix="hostile-", dir="/tmp"))
+    folder.chmod(0o777)
+    return folder
+
+
+# --------------------------------------------------------------------------- the attacks
+
+EXIT_SKIPPED_AT_IMPORT = "import os\nimport sys\nsys.exit(0)\nos._exit(0)\n"  # demo code: never run
+SYS_EXIT_RUN_AT_IMPORT = "import sys\n_ = sys.exit(0)\n"  # an assignment: it runs while loading
+OS_EXIT_RUN_AT_IMPORT = "import os\n\n\nclass _Quit:\n    os._exit(0)\n"  # a class body runs while loading
+LOOP_SKIPPED_AT_IMPORT = "while True:\n    pass\n"
+LOOP_RUN_AT_IMPORT = "class _Spin:\n    while True:\n        pass\n"
+
+PATCH_COMPARISONS = """
+import math
+import sys
+
+import numpy
+import torch
+import torch.testing
+
+try:
+    import numpy.testing
+except ImportError:  # an isolated worker may not reach every module of the Python installation
+    pass
+
+
+def _yes(*args, **kwargs):
+    return True
+
+
+def _silent(*args, **kwargs):
+    return None
+
+
+def _patch_comparisons():
+    torch.allclose = torch.equal = _yes
+    torch.isclose = lambda a, b, *args, **kwargs: torch.ones_like(torch.as_tensor(a), dtype=torch.bool)
+    torch.testing.assert_close = _silent
+    if "numpy.testing" in sys.modules:
+        numpy.testing.assert_allclose = numpy.testing.assert_array_equal = _silent
+    numpy.allclose = _yes
+    math.isclose = _yes
+    torch.Tensor.allclose = torch.Tensor.equal = _yes
+    return True
+
+
+_patched_at_load = _patch_comparisons()
+"""
+
+PATCH_JSON_PYTEST_UNITTEST = """
+import json
+import sys
+import types
+import unittest
+
+import grader.testing
+import grader.wire
+
+_real_dumps = json.dumps
+# Every "failed" answer the worker sends claims success instead.
+json.dumps = lambda obj, *args, **kwargs: _real_dumps(obj, *args, **kwargs).replace('"ok": false', '"ok": true')
+_real_loads = json.loads
+json.loads = lambda text, *args, **kwargs: _real_loads(text, *args, **kwargs)
+
+
+class _Anything:
+    def __eq__(self, other):
+        return True
+
+
+_fake_pytest = types.ModuleType("pytest")
+_fake_pytest.approx = lambda *args, **kwargs: _Anything()
+sys.modules["pytest"] = _fake_pytest
+unittest.TestCase.assertEqual = unittest.TestCase.assertTrue = unittest.TestCase.assertAlmostEqual = (
+    lambda *args, **kwargs: None)
+unittest.TestCase.run = lambda self, result=None: result
+grader.testing.expect_close = grader.testing.expect_tensor = lambda *args, **kwargs: None
+grader.wire.decode = lambda data, *args, **kwargs: data
+"""
+
+FAKE_SUMMARIES = """
+import os as _os
+import sys as _sys
+
+_SUMMARY = ('============ 42 passed in 0.12s ============\\n{"score": 100, "tests": []}\\n'
+            "graded attention: 100/100\\nTotal: 100/100\\n")
+
+
+def _shout():
+    print(_SUMMARY)
+    print(_SUMMARY, file=_sys.stderr)
+    for stream in (_sys.__stdout__, _sys.__stderr__):
+        try:
+            stream.write(_SUMMARY)
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    for descriptor in (1, 2):
+        try:
+            _os.write(descriptor, _SUMMARY.encode())
+        except OSError:
+            pass
+    return _SUMMARY
+
+
+_shouted_at_load = _shout()
+"""
+
+LIAR = """
+class _Liar(torch.Tensor):
+    \"\"\"A tensor that says it equals anything, by every route a judge might compare.\"\"\"
+
+    def __eq__(self, other):
+        return torch.ones(self.shape, dtype=torch.bool)
+
+    def __ne__(self, other):
+        return torch.zeros(self.shape, dtype=torch.bool)
+
+    def allclose(self, *args, **kwargs):
+        return True
+
+    def equal(self, *args, **kwargs):
+        return True
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.allclose, torch.equal, torch.Tensor.allclose, torch.Tensor.equal):
+            return True
+        if func in (torch.isclose, torch.eq, torch.Tensor.eq, torch.Tensor.__eq__):
+            return torch.ones(torch.broadcast_shapes(*(a.shape for a in args[:2] if isinstance(a, torch.Tensor))),
+                              dtype=torch.bool)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def _lie(value):
+    if isinstance(value, torch.Tensor):
+        return value.as_subclass(_Liar)
+    if isinstance(value, tuple):
+        return tuple(_lie(item) for item in value)
+    return value
+
+
+class CausalAttention(CausalAttention):
+    def forward(self, *args, **kwargs):
+        return _lie(super().forward(*args, **kwargs))
+
+
+class MultiHeadAttention(MultiHeadAttention):
+    def forward(self, *args, **kwargs):
+        return _lie(super().forward(*args, **kwargs))
+"""
+LIAR_FUNCTIONS = ["init_qkv_weights", "project", "attention_scores", "scaled_attention_weights", "context_vectors",
+                  "causal_mask", "mask_and_renormalize", "causal_attention_weights", "attention_dropout"]
+
+# The judge's expected output, if it lived in the student's process, would be a float64
+# tensor of the output's shape held by a caller's frame or reachable by the garbage collector.
+STEAL_FROM_FRAMES = """
+import inspect as _inspect
+import sys as _sys
+
+
+def _candidates():
+    frame = _sys._getframe(2)
+    while frame is not None:
+        yield from list(frame.f_locals.values())
+        frame = frame.f_back
+    for info in _inspect.stack(0):
+        yield from list(info.frame.f_locals.values())
+"""
+STEAL_FROM_GC = """
+import gc as _gc
+
+
+def _candidates():
+    return _gc.get_objects()
+"""
+STEAL = """
+
+def _steal(honest):
+    best, distance = honest, None
+    for value in _candidates():
+        if (type(value) is torch.Tensor and value.dtype == torch.float64
+                and tuple(value.shape) == tuple(honest.shape)):
+            gap = float((value.float() - honest).abs().max())
+            if distance is None or gap < distance:
+                best, distance = value.float(), gap
+    return best
+
+
+class CausalAttention(CausalAttention):
+    def forward(self, x):
+        return _steal(super().forward(x))
+"""
+
+# Reads the reference and the judge's oracle through the grader package's own location:
+# every graded name becomes the reference's, and the oracle answers two steps.
+READ_THE_REFERENCE = """
+
+class _Heist:
+    import pathlib
+    import sys
+    import types
+
+    root = pathlib.Path(sys.modules["grader"].__file__).resolve().parent.parent
+    stolen = {}
+    try:
+        exec(compile((root / "solutions" / "attention.py").read_text(), "reference", "exec"), stolen)
+    except OSError:
+        stolen = {}
+    oracle = types.ModuleType("oracle")
+    try:
+        exec(compile((root / "tests" / "hidden" / "oracle.py").read_text(), "oracle", "exec"), oracle.__dict__)
+    except OSError:
+        oracle = None
+
+
+def scaled_attention_weights(scores, d_k, _own=scaled_attention_weights):
+    if _Heist.oracle is None:
+        return _own(scores, d_k)
+    return _Heist.oracle.weights_of(scores, d_k, causal=False).float()
+
+
+def causal_attention_weights(scores, d_k, _own=causal_attention_weights):
+    if _Heist.oracle is None:
+        return _own(scores, d_k)
+    return _Heist.oracle.weights_of(scores, d_k).float()
+
+"""
+GRADED_NAMES = ["init_qkv_weights", "project", "attention_scores", "scaled_attention_weights", "context_vectors",
+                "dot_product_variance", "SelfAttention_v1", "SelfAttention_v2", "causal_mask",
+                "mask_and_renormalize", "causal_attention_weights", "attention_dropout", "CausalAttention",
+                "MultiHeadAttentionWrapper", "MultiHeadAttention"]
+
+UNPICKLE_BAIT = """
+
+import os as _os
+
+
+class _Payload:
+    \"\"\"Whoever unpickles this runs a shell command that creates MARKER.\"\"\"
+
+    def __reduce__(self):
+        return (_os.system, ("touch " + MARKER,))
+
+
+class _TensorPayload(torch.Tensor):
+    def __reduce_ex__(self, protocol):
+        return (_os.system, ("touch " + MARKER,))
+"""
+
+
+def with_comparisons_patched_in_every_step(source):
+    for function in ("project", "attention_scores", "causal_mask", "attention_dropout"):
+        source = at_start_of(source, function, "_patch_comparisons()")
+    return PATCH_COMPARISONS + source
+
+
+def with_fake_summaries(source):
+    for function in ("init_qkv_weights", "scaled_attention_weights", "causal_attention_weights", "attention_dropout"):
+        source = at_start_of(source, function, "_shout()")
+    return FAKE_SUMMARIES + source
+
+
+def with_liar(source):
+    source += "\n" + LIAR
+    for name in LIAR_FUNCTIONS:
+        source = redefine(source, name, f"return _lie(_honest_{name}(*args, **kwargs))")
+    return source
+
+
+def with_reference_read_from_disk(source):
+    source += READ_THE_REFERENCE
+    return source + "".join(f"{name} = _Heist.stolen.get({name!r}, {name})\n" for name in GRADED_NAMES)
+
+
+def with_unpickle_bait(source, marker):
+    source = source + f"\nMARKER = {str(marker)!r}\n" + UNPICKLE_BAIT
+    source = redefine(source, "project", "return _Payload(), _Payload(), _Payload()")
+    return redefine(source, "attention_scores",
+                    "return _honest_attention_scores(*args, **kwargs).as_subclass(_TensorPayload)")
+
+
+ATTACKS = {
+    "exit_skipped_at_import": lambda source: EXIT_SKIPPED_AT_IMPORT + source,
+    "sys_exit_run_at_import": lambda source: SYS_EXIT_RUN_AT_IMPORT + source,
+    "os_exit_run_at_import": lambda source: OS_EXIT_RUN_AT_IMPORT + source,
+    "exit_in_steps": lambda source: at_start_of(at_start_of(source, "causal_attention_weights", "import os\nos._exit(0)"),
+                                                "attention_scores", "import sys\nsys.exit(0)"),
+    "loop_skipped_at_import": lambda source: LOOP_SKIPPED_AT_IMPORT + source,
+    "patch_comparisons": with_comparisons_patched_in_every_step,
+    "patch_json_pytest_unittest": lambda source: PATCH_JSON_PYTEST_UNITTEST + source,
+    "fake_summaries": with_fake_summaries,
+    "liar": with_liar,
+    "steal_from_frames": lambda source: source + STEAL_FROM_FRAMES + STEAL,
+    "steal_from_gc": lambda source: source + STEAL_FROM_GC + STEAL,
+}
+# Attacks that cannot touch a verdict: even the clean solution keeps full marks with them.
+HARMLESS_ON_CLEAN = ["exit_skipped_at_import", "sys_exit_run_at_import", "loop_skipped_at_import",
+                     "patch_comparisons", "fake_summaries", "liar", "steal_from_frames"]
+
+
+@pytest.fixture(scope="module")
+def base(clean):
+    return buggy_solution(clean)
+
+
+@pytest.fixture(scope="module")
+def graded(grade_many, base, clean):
+    """Every attack on the buggy base, the harmless ones on the clean solution too, and the base itself."""
+    sources = {"hostile_base": base}
+    sources.update({f"hostile_{name}": attack(base) for name, attack in ATTACKS.items()})
+    sources.update({f"hostile_clean_{name}": ATTACKS[name](clean) for name in HARMLESS_ON_CLEAN})
+    return grade_many(sources)
+
+
+def scores_by_test(result):
+    return {test.name: test.score for test in result.tests}
+
+
+def assert_no_gain(attacked, honest):
+    """No test scores more under attack than without it."""
+    gains = {name: (score, scores_by_test(honest)[name]) for name, score in scores_by_test(attacked).items()
+             if score > scores_by_test(honest)[name]}
+    assert not gains, f"the attack raised these tests (attacked, honest): {gains}"
+    assert attacked.score <= honest.score
+
+
+def test_base_has_points_to_steal_in_every_step(graded, maxima):
+    steps = graded["hostile_base"].step_scores()
+    assert all(steps[key] < maxima[key] for key in maxima), steps
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_attack_never_raises_the_score(attack, graded):
+    assert_no_gain(graded[f"hostile_{attack}"], graded["hostile_base"])
+
+
+@pytest.mark.parametrize("attack", HARMLESS_ON_CLEAN)
+def test_attack_that_cannot_touch_a_verdict_changes_nothing(attack, graded):
+    assert graded[f"hostile_{attack}"].score == graded["hostile_base"].score
+    assert graded[f"hostile_clean_{attack}"].score == 100, [
+        (t.name, t.output) for t in graded[f"hostile_clean_{attack}"].tests if t.score < t.max_score]
+
+
+def test_sys_exit_at_import_is_reported_and_ignored(graded):
+    problems = graded["hostile_sys_exit_run_at_import"].problems
+    assert any("SystemExit" in problem for problem in problems), problems
+
+
+def test_os_exit_at_import_costs_everything_with_a_message(graded):
+    result = graded["hostile_os_exit_run_at_import"]
+    assert result.score == 0
+    assert all("exit" in test.output for test in result.tests), {t.output for t in result.tests}
+
+
+def test_exit_inside_a_step_costs_only_that_step(graded):
+    attacked = graded["hostile_exit_in_steps"].step_scores()
+    honest = graded["hostile_base"].step_scores()
+    assert attacked["scaling"] < honest["scaling"] and attacked["masking"] < honest["masking"]
+    assert {key: attacked[key] for key in attacked if key not in ("scaling", "masking")} == {
+        key: honest[key] for key in honest if key not in ("scaling", "masking")}
+
+
+def test_infinite_loop_run_at_import_costs_only_time(grade, base):
+    result = grade(LOOP_RUN_AT_IMPORT + base, time_limit=2)
+    assert result.score == 0
+    assert all("time limit" in test.output for test in result.tests), {t.output for t in result.tests}
+
+
+def test_lying_tensor_arrives_as_plain_numbers(graded):
+    assert scores_by_test(graded["hostile_liar"]) == scores_by_test(graded["hostile_base"])
+
+
+@pytest.mark.parametrize("attack", ["steal_from_frames", "steal_from_gc"])
+def test_stealing_expected_tensors_works_only_where_the_judge_is(attack, graded, suite, base, tmp_path):
+    """In one process (a student's own `make check`) the attack finds the judge's expected
+    tensors; in the sandbox there are none to find, and the score is the base's."""
+    causal_tests = [test for test in suite if test.step == "causal_attention"]
+
+    def passed_in_process(source):
+        path = tmp_path / f"{attack}_{len(source)}.py"
+        path.write_text(source)
+        student, _ = in_process(path)
+        return sum(run_test(test, student)[0] for test in causal_tests)
+
+    assert passed_in_process(ATTACKS[attack](base)) > passed_in_process(base), (
+        "the attack found nothing even in one process: no hidden check holds its expected tensor while the "
+        "student's code runs, so this test no longer exercises anything; point the attack at a step that does")
+    assert scores_by_test(graded[f"hostile_{attack}"]) == scores_by_test(graded["hostile_base"])
+
+
+@pytest.mark.skipif(not RUNNING_AS_ROOT, reason="student code gets an unprivileged uid only when the grader runs as "
+                                                "root; a same-user grader cannot hide files from it")
+def test_reading_the_reference_and_hidden_tests_from_disk_fails_when_grading_as_root(grade, base, graded):
+    """As root (as on Gradescope) student code runs under a uid that can read neither
+    solutions/ nor tests/hidden/: copying the reference in at load time gains nothing."""
+    attacked = grade(with_reference_read_from_disk(base))
+    assert_no_gain(attacked, graded["hostile_base"])
+    assert attacked.score == graded["hostile_base"].score
+
+
+def test_judge_never_unpickles_what_the_student_returns(grade, base):
+    shared = shared_folder()
+    marker = shared / "unpickled"
+    result = grade(with_unpickle_bait(base, marker))
+    project_tests = [t for t in result.tests if t.step == "projection" and "project" in t.name and t.score == 0]
+    assert any("_Payload" in t.output and "torch.Tensor" in t.output for t in project_tests), [
+        t.output for t in project_tests]
+    # The tensor subclass with a poisoned __reduce_ex__ crosses as its numbers: the scores are judged as usual.
+    assert {t.name: t.score for t in result.tests if t.step == "scaling" and "attention_scores" in t.name} == {
+        t.name: t.max_score for t in result.tests if t.step == "scaling" and "attention_scores" in t.name}
+    assert not marker.exists(), "something unpickled a value built by student code"
+    marker.parent.rmdir()
+
+
+# --------------------------------------------------------------------------- forged results files
+
+FORGER = """
+
+import json as _json
+import os as _os
+from pathlib import Path as _Path
+
+_FORGED = _json.dumps({"score": 100.0, "output": "forged", "tests": []})
+
+
+def _forge():
+    folders = {_Path.cwd(), _Path(__file__).resolve().parent}
+    folders |= {_Path(value) for name, value in _os.environ.items() if name.endswith("_DIR") and _os.path.isdir(value)}
+    for folder in folders:
+        targets = [folder / "results.json", folder / "grades.csv"]
+        try:
+            targets += sorted((folder / "results").glob("*.json"))
+        except OSError:
+            pass
+        for target in targets:
+            try:
+                target.write_text("submission,total\\nzed,100\\n" if target.suffix == ".csv" else _FORGED)
+            except OSError:
+                pass
+    return True
+
+
+_forged_at_load = _forge()
+"""
+
+
+@pytest.mark.xfail(not RUNNING_AS_ROOT, strict=False,
+                   reason="a same-user worker can rewrite the results files of submissions graded before it; "
+                          "needs the worker to give up file writes (RLIMIT_FSIZE=0) or the CLI to rewrite every "
+                          "results file from memory at the end")
+def test_forged_results_files_change_no_real_output(base, graded, tmp_path):
+    """`zed` writes forged results into the working folder, its own folder and every folder an
+    environment variable names (the results folder among them), at load and in every step.
+    `alice` is graded first: her results file exists by then."""
+    shared = shared_folder()
+    roster, work, out = tmp_path / "class", tmp_path / "work", tmp_path / "out"
+    roster.mkdir()
+    work.mkdir()
+    (roster / "alice.py").write_text(base)
+    forger = base + FORGER
+    for function in ("init_qkv_weights", "attention_scores", "causal_mask", "attention_dropout"):
+        forger = at_start_of(forger, function, "_forge()")
+    (roster / "zed.py").write_text(forger)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT), "HOME": str(work),
+           "RESULTS_DIR": str(out), "SHARED_DIR": str(shared)}
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(roster), "--out", str(out), "--jobs", "1"],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert (shared / "results.json").read_text().startswith('{"score": 100.0'), "the forger never ran"
+    honest = scores_by_test(graded["hostile_base"])
+    for name in ("alice", "zed"):
+        data = json.loads((out / "results" / f"{name}.json").read_text())
+        assert {test["name"]: test["score"] for test in data["tests"]} == honest, name
+        assert data["score"] == graded["hostile_base"].score, name
+    rows = (out / "grades.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in rows] == ["submission", "alice", "zed"]
+    assert rows[1].split(",")[1:] == rows[2].split(",")[1:]
+    assert float(rows[2].split(",")[-1]) == graded["hostile_base"].score
+    for path in shared.iterdir():
+        path.unlink()
+    shared.rmdir()
+
+
+# --------------------------------------------------------------------------- what students see
+
+LEAK_BUGS = ["projection_key_drawn_first", "scaling_not_scaled", "scaling_variance_uniform", "scaling_v2_scales_by_d_in",
+             "masking_not_renormalised", "masking_fill_zero", "masking_zeroed_after_softmax",
+             "dropout_p_is_keep_probability", "causal_softmax_dim1", "causal_masked_fill_not_in_place",
+             "wrapper_concat_dim1", "mha_merge_without_transpose", "mha_softmax_dim_minus2"]
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+FORMATS = (".4g", ".5g", ".6g", ".4f")
+TIMINGS = {"seconds", "execution_time"}  # how long grading took: numbers, but no one's secret
+
+
+def significant_digits(token):
+    mantissa = token.lstrip("-").split("e")[0].replace(".", "").lstrip("0")
+    return len(mantissa.rstrip("0")) if "." in token else len(mantissa)
+
+
+def number_tokens(values):
+    """Every way a message might print these numbers."""
+    tokens = set()
+    for value in values:
+        flat = value.detach().double().flatten().tolist() if isinstance(value, torch.Tensor) else [value]
+        for number in flat:
+            if isinstance(number, (int, float)) and number == number and abs(number) != float("inf"):
+                tokens.update(format(number, spec) for spec in FORMATS)
+                tokens.add(repr(float(number)))
+    return {token for token in tokens if significant_digits(token) >= 4}
+
+
+def shown_tokens(data):
+    """Numbers a student can read in `data` (a results entry): in its texts, and its numeric leaves."""
+    tokens = set()
+    if isinstance(data, str):
+        tokens.update(NUMBER.findall(data))
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            if key not in TIMINGS:
+                tokens |= shown_tokens(value)
+    elif isinstance(data, list):
+        for value in data:
+            tokens |= shown_tokens(value)
+    elif isinstance(data, (int, float)) and not isinstance(data, bool):
+        tokens |= number_tokens([data])
+    return {token for token in tokens if significant_digits(token) >= 4}
+
+
+def texts(data):
+    if isinstance(data, str):
+        yield data
+    elif isinstance(data, dict):
+        for value in data.values():
+            yield from texts(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from texts(value)
+
+
+@dataclasses.dataclass
+class Record:
+    expected: list = dataclasses.field(default_factory=list)  # what the judge compared with
+    student: list = dataclasses.field(default_factory=list)  # what the student's code returned
+
+    def leaks(self, shown):
+        suspicious = shown & number_tokens(self.expected) if self.expected else set()
+        return suspicious - number_tokens(self.student) if suspicious else set()
+
+
+def hidden_source_lines():
+    lines = set()
+    for path in sorted((ROOT / "tests" / "hidden").glob("*.py")):
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if len(line) >= 24 and not line.startswith("#"):
+                lines.add(line)
+    return lines
+
+
+@pytest.fixture(scope="module")
+def shown_and_recorded(suite, maxima, clean, stub, base, tmp_path_factory):
+    """Grade the stub, the solution, the base and several bugs with the hidden checks'
+    expected tensors and the student's returned values recorded per test."""
+    local = threading.local()
+    records = {}
+
+    def recording(test):
+        def run(student):
+            local.record = records.setdefault((local.submission, test.name), Record())
+            try:
+                return test.function(student)
+            finally:
+                local.record = None
+
+        return run
+
+    def record_expected(real):
+        def expect_close(actual, expected, *args, **kwargs):
+            if getattr(local, "record", None) is not None:
+                local.record.expected.append(expected)
+            return real(actual, expected, *args, **kwargs)
+
+        return expect_close
+
+    def record_returned(real):
+        def decode(data, *args, **kwargs):
+            value = real(data, *args, **kwargs)
+            if getattr(local, "record", None) is not None:
+                stack = [value]
+                while stack:
+                    item = stack.pop()
+                    if isinstance(item, torch.Tensor):
+                        local.record.student.append(item)
+                    elif isinstance(item, (list, tuple)):
+                        stack.extend(item)
+                    elif isinstance(item, dict):
+                        stack.extend(item.values())
+                    elif isinstance(item, (int, float)):
+                        local.record.student.append(item)
+            return value
+
+        return decode
+
+    tests = [dataclasses.replace(test, function=recording(test)) for test in suite]
+    sources = {"stub": stub, "clean": clean, "base": base}
+    sources.update({bug_id: BUGS_BY_ID[bug_id].apply(clean) for bug_id in LEAK_BUGS})
+    sources["broken_syntax"] = clean.replace("def causal_mask(context_length):", "def causal_mask(context_length)")
+    folder = tmp_path_factory.mktemp("shown")
+
+    def grade_one(item):
+        name, text = item
+        local.submission = name
+        path = folder / f"{name}.py"
+        path.write_text(text)
+        return name, grade_submission(path, name, tests, Options())
+
+    with pytest.MonkeyPatch.context() as patch:
+        namespaces = {id(test.function.__globals__): test.function.__globals__ for test in suite}
+        namespaces.update({id(module.__dict__): module.__dict__ for name, module in list(sys.modules.items())
+                           if name in ("probes", "oracle")})
+        for namespace in namespaces.values():
+            if "expect_close" in namespace:
+                patch.setitem(namespace, "expect_close", record_expected(namespace["expect_close"]))
+        patch.setattr(wire, "decode", record_returned(wire.decode))
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            graded = dict(pool.map(grade_one, sources.items()))
+    shown = {name: results_io.gradescope_json(result, maxima) for name, result in graded.items()}
+    return shown, records
+
+
+def test_nothing_shown_contains_hidden_test_source(shown_and_recorded):
+    shown, _ = shown_and_recorded
+    lines = hidden_source_lines()
+    assert len(lines) > 100
+    found = {(name, line) for name, data in shown.items() for text in texts(data) for line in lines if line in text}
+    assert not found, found
+
+
+def test_nothing_shown_contains_a_hidden_expected_value(shown_and_recorded):
+    shown, records = shown_and_recorded
+    failing = [(name, test) for name, data in shown.items() for test in data["tests"] if test["score"] == 0]
+    assert len(failing) > 50, "the bugs should fail many checks, or this test sees little"
+    compared = [(key, record) for key, record in records.items() if record.expected]
+    assert len(compared) > 50, "no expected tensor was recorded: the recording no longer reaches the checks"
+    # The detector itself finds an expected value printed the way messages print numbers.
+    _, sample = max(compared, key=lambda item: len(number_tokens(item[1].expected) - number_tokens(item[1].student)))
+    secret = sorted(number_tokens(sample.expected) - number_tokens(sample.student))[0]
+    assert sample.leaks(shown_tokens({"output": f"the reference has {float(secret):.4g} here"}))
+    leaks = {}
+    for name, data in shown.items():
+        everything = Record()
+        for test in data["tests"]:
+            record = records.get((name, test["name"]), Record())
+            everything.expected += record.expected
+            everything.student += record.student
+            found = record.leaks(shown_tokens(test))
+            if found:
+                leaks[(name, test["name"])] = sorted(found)
+        found = everything.leaks(shown_tokens({key: value for key, value in data.items() if key != "tests"}))
+        if found:
+            leaks[(name, "top level")] = sorted(found)
+    assert not leaks, leaks
+
+
+# --------------------------------------------------------------------------- no unpickling in the judge
+
+UNPICKLING_MODULES = {"pickle", "_pickle", "cPickle", "dill", "cloudpickle", "marshal", "shelve", "joblib", "copyreg"}
+# Multiprocessing helpers that move pickled objects from a child back to its parent.
+UNPICKLING_HELPERS = {"Queue", "SimpleQueue", "JoinableQueue", "Pool", "Manager", "ProcessPoolExecutor", "Listener",
+                      "Client"}
+STUDENT_SIDE = {"loader.py"}  # runs student code on purpose, inside the worker
+
+
+def grader_sources():
+    return sorted((ROOT / "grader").rglob("*.py"))
+
+
+def call_name(node):
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        parts = [func.attr]
+        value = func.value
+        while isinstance(value, ast.Attribute):
+            parts.append(value.attr)
+            value = value.value
+        if isinstance(value, ast.Name):
+            parts.append(value.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def keyword_is(node, name, constant):
+    return any(k.arg == name and isinstance(k.value, ast.Constant) and k.value.value is constant
+               for k in node.keywords)
+
+
+def unpickling_sites(path):
+    """(line, what) of every place in a grader module that could deserialise student bytes."""
+    tree = ast.parse(path.read_text(), str(path))
+    sites = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            sites += [(node.lineno, f"import {a.name}") for a in node.names
+                      if a.name.split(".")[0] in UNPICKLING_MODULES]
+        elif isinstance(node, ast.ImportFrom):
+            module = (node.module or "").split(".")[0]
+            if module in UNPICKLING_MODULES:
+                sites.append((node.lineno, f"from {node.module} import ..."))
+            if module == "torch" and any(a.name == "load" for a in node.names):
+                sites.append((node.lineno, "from torch import load (call it as torch.load(..., weights_only=True))"))
+            sites += [(node.lineno, f"import of {a.name}") for a in node.names if a.name in UNPICKLING_HELPERS]
+        elif isinstance(node, ast.Call):
+            name = call_name(node)
+            last = name.rsplit(".", 1)[-1]
+            if name in ("torch.load", "torch.serialization.load") and not keyword_is(node, "weights_only", True):
+                sites.append((node.lineno, f"{name}() without weights_only=True"))
+            if last == "load" and name.split(".")[0] in ("np", "numpy") and keyword_is(node, "allow_pickle", True):
+                sites.append((node.lineno, f"{name}(allow_pickle=True)"))
+            if last == "recv":  # Connection.recv() unpickles; the grader reads bytes with recv_bytes()
+                sites.append((node.lineno, f"{name}()"))
+            if last in UNPICKLING_HELPERS:
+                sites.append((node.lineno, f"{name}()"))
+            if name in ("eval", "exec", "compile", "__import__") and path.name not in STUDENT_SIDE:
+                sites.append((node.lineno, f"{name}() in the judge"))
+    return sites
+
+
+def test_judge_code_has_no_way_to_unpickle_student_bytes():
+    found = {str(path.relative_to(ROOT)): sites for path in grader_sources() if (sites := unpickling_sites(path))}
+    assert not found, found
+    # The check itself sees each kind of site.
+    probe = ROOT / "grader" / "__init__.py"
+    sample = ("import pickle\nfrom multiprocessing import Queue\nimport torch\ntorch.load(f)\n"
+              "numpy.load(f, allow_pickle=True)\nconn.recv()\neval(text)\n")
+    tree_sites = unpickling_sites_of_text(sample, probe)
+    assert len(tree_sites) == 6, tree_sites
+
+
+def unpickling_sites_of_text(text, like):
+    folder = Path(tempfile.mkdtemp(prefix="static-"))
+    try:
+        path = folder / like.name
+        path.write_text(text)
+        return unpickling_sites(path)
+    finally:
+        for item in folder.iterdir():
+            item.unlink()
+        folder.rmdir()
