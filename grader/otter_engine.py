@@ -175,9 +175,12 @@ def _marker(pid):
 def read_verdicts(results_path, log_tail, tests):
     """({kit test name: (passed, message)}, problem or None) from Otter's results.json."""
     if results_path is None:
-        problem = log_tail if log_tail.startswith("otter run did not finish") else (
-            "Otter could not grade this submission (no results.json); the end of its output:\n" + log_tail)
-        return {}, problem
+        if log_tail.startswith("otter run did not finish"):
+            return {}, log_tail
+        if "DeadKernelError" in log_tail:
+            return {}, ("the Python kernel running your code died (os._exit, a crash or running out of memory), "
+                        "so Otter graded nothing")
+        return {}, "Otter could not grade this submission (no results.json); the end of its output:\n" + log_tail
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
         entries = [entry for entry in results["tests"] if isinstance(entry, dict)]
