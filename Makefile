@@ -2,6 +2,8 @@
 #   make test                      the kit's whole test suite (installs everything first)
 #   make grade [SUBMISSION=PATH] [OUT=DIR] [RESULTS=FILE]   grade a file, folder or zip (default: the sample class)
 #   make grade SUBMISSION=canvas.zip ROSTER=roster.csv   also OUT/canvas_grades.csv and OUT/moodle_grades.csv
+#   make report [OUT=out]          the cohort report OUT/report.html from OUT/results (also after each bulk grade)
+#   make diagnose-report           share of catalogue bugs whose feedback names the right cause
 #   make student                   regenerate exercises/, student_template/ and samples/class/ from solutions/
 #   make publish                   build dist/: student release, Otter, Gradescope and nbgrader autograders
 #   make check STEP=masking [SUBMISSION=exercises/attention.py]   a student's public check of one step
@@ -24,12 +26,28 @@ $(VENV)/.installed: requirements.txt requirements-publish.txt
 	$(PY) -m pip install -q -r requirements.txt -r requirements-publish.txt
 	touch $@
 
+# Headless Chromium (Debian's package, no browser download) renders the feedback pages in tests/kit.
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium || \
+	  ($(if $(filter 0,$(shell id -u)),,sudo) apt-get update && \
+	   $(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+
 # The public and hidden tests run in-process on the reference; tests/kit grades through the sandbox.
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(CHROMIUM)
 	SUBMISSION=solutions/attention.py $(PY) -m pytest -q
 
 grade: $(VENV)/.installed
 	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) --device $(DEVICE) --jobs $(JOBS) $(if $(RESULTS),--results $(RESULTS)) $(if $(ROSTER),--roster $(ROSTER))
+
+.PHONY: report diagnose-report
+# The cohort report of a graded class, rebuilt from OUT/results/*.json (make grade writes it too).
+report: $(VENV)/.installed
+	$(PY) -m grader report --out $(OUT)
+
+# Over the bug catalogue: how often the feedback names the expected cause; never a cause for a correct variant.
+diagnose-report: $(VENV)/.installed
+	$(PY) tests/catalogue/diagnose.py
 
 student: $(VENV)/.installed
 	$(PY) -m grader generate

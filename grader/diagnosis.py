@@ -218,11 +218,12 @@ def diagnose_step(tests):
     cause = CAUSES[best]
     # Properties first (they state what is wrong with the output), then signatures, then crashes.
     ranked = sorted(support[best], key=lambda item: (item[0] != STRENGTH["property"], -item[0]))
-    clauses = []
-    for _, test in ranked:
+    clauses, kinds = [], set()
+    for strength, test in ranked:  # at most one observation of each kind of evidence
         clause = first_clause(test.get("output") or "")
-        if clause and clause not in clauses:
+        if clause and strength not in kinds:
             clauses.append(clause)
+            kinds.add(strength)
         if len(clauses) == 2:
             break
     return {"cause": best, "title": cause.title, "fix": cause.fix, "test": ranked[0][1]["name"],
@@ -252,11 +253,16 @@ def as_record(test):
             "visibility": test.visibility, "details": getattr(test, "details", None) or {}}
 
 
-def first_clause(message, limit=300):
-    """The observation at the start of a failure message (before the advice), shortened."""
+def first_clause(message, limit=240):
+    """The observation at the start of a failure message, before its advice: the first line, up to the
+    first "; " outside parentheses, shortened."""
     text = message.split("\n", 1)[0]
-    for cut in ("; your output", ": your weights match", "; your weights match"):
-        text = text.split(cut, 1)[0]
+    depth = 0
+    for index, char in enumerate(text):
+        depth += {"(": 1, ")": -1, "[": 1, "]": -1}.get(char, 0)
+        if depth == 0 and text.startswith("; ", index):
+            text = text[:index]
+            break
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -147,9 +147,10 @@ def new_figure(width, height):
     return Figure(figsize=(width, height))
 
 
-def png_bytes(figure):
+def png_bytes(figure, tight=False):
+    """PNG of a figure; `tight` crops to what is drawn (slower: it draws twice)."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90)
+    figure.savefig(buffer, format="png", dpi=90, **({"bbox_inches": "tight"} if tight else {}))
     return buffer.getvalue()
 
 

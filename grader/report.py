@@ -122,14 +122,29 @@ def cause_counts(submissions):
                   key=lambda item: (-len(item[2]), STEP_KEYS.index(item[1]) if item[1] in STEP_KEYS else 99))
 
 
+NOT_DONE = ("not implemented yet", "is not defined in your submission")
+
+
+def unfinished(submission):
+    """The steps a submission left undone: every failed check of the step says it is not implemented."""
+    steps = []
+    for key in STEP_KEYS:
+        tests = [t for t in submission.tests if t["name"].partition(":")[0] == key]
+        lost = [t for t in tests if t["score"] < t["max_score"]]
+        if lost and len(lost) == len(tests) and all(any(m in t.get("output", "") for m in NOT_DONE) for t in lost):
+            steps.append(key)
+    return steps
+
+
 def undiagnosed(submissions, maxima):
-    """{step: [names]} of submissions that lost points in a step with no cause named (worth a look)."""
+    """{step: [names]} of submissions that lost points in a step they did attempt, with no cause named
+    (worth a look by hand)."""
     found = {}
     for submission in submissions:
+        undone = unfinished(submission)
         for key in STEP_KEYS:
             lost = submission.steps.get(key, 0.0) < (maxima.get(key) or 0) - 1e-9
-            all_zero = all(submission.steps.get(k, 0.0) == 0 for k in STEP_KEYS)
-            if lost and not submission.diagnosis.get(key) and not all_zero and not submission.problems:
+            if lost and key not in undone and not submission.diagnosis.get(key):
                 found.setdefault(key, []).append(submission.name)
     return found
 
@@ -164,7 +179,7 @@ def chart_scores(submissions, total):
     axis.set_xlabel(f"score (out of {total:g})")
     axis.set_ylabel("submissions")
     axis.set_title("Score distribution", fontsize=10)
-    return png_bytes(figure)
+    return png_bytes(figure, tight=True)
 
 
 def chart_steps(rates):
@@ -183,7 +198,7 @@ def chart_steps(rates):
     axis.set_xlabel("% of submissions")
     axis.legend(fontsize=7, loc="lower right")
     axis.set_title("Per-step pass rate", fontsize=10)
-    return png_bytes(figure)
+    return png_bytes(figure, tight=True)
 
 
 def chart_items(items):
@@ -199,7 +214,7 @@ def chart_items(items):
     axis.set_xlim(0, 100)
     axis.set_xlabel("% of submissions failing the check")
     axis.set_title("Per-test failure rate (checks that someone failed; colour = step)", fontsize=10)
-    return png_bytes(figure)
+    return png_bytes(figure, tight=True)
 
 
 def chart_causes(counts):
@@ -214,7 +229,7 @@ def chart_causes(counts):
     axis.set_xlabel("submissions")
     axis.xaxis.get_major_locator().set_params(integer=True)
     axis.set_title("Most frequent diagnosed mistakes", fontsize=10)
-    return png_bytes(figure)
+    return png_bytes(figure, tight=True)
 
 
 def chart_runtime(submissions, threshold):
@@ -230,7 +245,7 @@ def chart_runtime(submissions, threshold):
     axis.set_xticklabels([shorten(s.name, 18) for s in ordered], rotation=60, ha="right", fontsize=6.5)
     axis.set_ylabel("seconds")
     axis.set_title("Grading time per submission", fontsize=10)
-    return png_bytes(figure)
+    return png_bytes(figure, tight=True)
 
 
 def shorten(text, limit):
@@ -254,10 +269,20 @@ def example_links(names, out, limit=4):
 def actions(submissions, maxima, rates, items, counts, outliers, limit_rows):
     """Plain suggestions an instructor can act on, most useful first."""
     tips = []
-    if counts:
+    if counts and len(counts[0][2]) > 1:
         cause, step, names = counts[0]
         tips.append(f"Most frequent mistake: {diagnosis.CAUSES[cause].title} ({step}, {len(names)} "
-                    f"submission(s)). Revisit it in class: {diagnosis.CAUSES[cause].fix}.")
+                    f"submissions). Revisit it in class: {diagnosis.CAUSES[cause].fix}.")
+    elif counts:
+        tips.append(f"{len(counts)} different mistakes were recognised, none in more than one submission: the "
+                    "individual feedback pages (linked below) will help more than a class-wide review.")
+    undone = [(s.name, unfinished(s)) for s in submissions]
+    undone = [(name, steps) for name, steps in undone if steps]
+    if undone:
+        tips.append(f"{len(undone)} submission(s) left steps unimplemented ("
+                    + ", ".join(f"{name}: {'all steps' if len(steps) == len(STEP_KEYS) else ', '.join(steps)}"
+                                for name, steps in undone[:4]) + "): a reminder or an extension may help more "
+                    "than feedback.")
     if rates:
         hardest = min(rates, key=lambda key: rates[key][0])
         if rates[hardest][0] < 1:
@@ -337,8 +362,9 @@ def build(out):
         parts.append("<p>Points lost where no known mistake was recognised (worth a look): " + "; ".join(
             f"{esc(step)}: {example_links(names, out)}" for step, names in missing.items()) + "</p>")
     parts.append("<h2>Item analysis</h2>" + image("items.png", "per-test failure rate")
-                 + "<table><tr><th>check</th><th>visibility</th><th>failed by</th><th>discrimination</th></tr>"
-                 + "".join(item_row(item) for item in items) + "</table>"
+                 + "<table><tr><th>check (hardest first)</th><th>visibility</th><th>failed by</th>"
+                 "<th>discrimination</th></tr>"
+                 + "".join(item_row(item) for item in sorted(items, key=lambda item: -item[3])) + "</table>"
                  "<p class='sub'>Discrimination: correlation between passing the check and the rest of the score "
                  "(near 0 or negative: the check does not separate strong from weak work).</p>")
     parts.append("<h2>Runtime</h2>" + image("runtime.png", "grading time per submission"))
@@ -384,8 +410,10 @@ def summary_text(submissions, total, rates, counts, outliers, limit_rows):
         hardest = sorted(rates, key=lambda key: rates[key][0])[:2]
         lines.append("hardest steps: " + ", ".join(f"{key} ({rates[key][0]:.0%} full marks)" for key in hardest))
     if counts:
-        lines.append("most frequent mistakes: " + "; ".join(
-            f"{diagnosis.CAUSES[cause].title} [{step}] x{len(names)} ({', '.join(names[:3])})"
+        lines.append(("most frequent mistakes: " if len(counts[0][2]) > 1 else
+                      "mistakes recognised (one submission each): ") + "; ".join(
+            f"{diagnosis.CAUSES[cause].title} [{step}]{f' x{len(names)}' if len(names) > 1 else ''} "
+            f"({', '.join(names[:3])})"
             for cause, step, names in counts[:3]))
     if outliers:
         lines.append("runtime outliers: " + ", ".join(f"{s.name} ({s.seconds:.1f} s)" for s in outliers[:5]))

@@ -116,7 +116,7 @@ def expect_tensor(value, what, shape=None, device=None):
         cause = nan_rows_cause(value)
         if cause:
             rows = "the first token" if cause == "mask_hides_diagonal" else "the last token"
-            raise Failure(f"{what} contains NaN exactly in the rows of {rows} (first at {where}): "
+            raise Failure(f"{what} contains NaN exactly in the rows of {rows} (first at {where}); "
                           f"{CAUSES[cause].title}; {CAUSES[cause].fix}", cause=cause)
         raise AssertionError(f"{what} contains {kind} (first at {where}); a row whose every score is -inf "
                              "gives NaN after softmax: does your mask hide the diagonal or the past?")

@@ -131,8 +131,10 @@ def check_lengths(module, lengths, reference, make_input, what, device, suspects
         except StudentError as error:
             if n == longest:
                 raise
-            raise Failure(f"{what} for {n} token(s): {error}\nwhile {longest} tokens (the full context_length) "
-                          f"work: {CAUSES['mask_not_sliced'].title}; {CAUSES['mask_not_sliced'].fix}",
+            crash, _, where = str(error).partition("\n")
+            raise Failure(f"{what}: {longest} tokens (the full context_length) work, but {n} token(s) raise: "
+                          f"{crash}; {CAUSES['mask_not_sliced'].title}; {CAUSES['mask_not_sliced'].fix}"
+                          + (f"\n{where}" if where else ""),
                           cause="mask_not_sliced", error=details_of(error).get("error")) from error
         expect_close(out, reference(x), f"{what} for {n} token(s) (context_length={longest})", device=device,
                      advice="slice the mask to the number of tokens: mask[:num_tokens, :num_tokens]",

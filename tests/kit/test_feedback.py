@@ -93,7 +93,7 @@ def test_sample_class_report(tmp_path):
     done = subprocess.run([sys.executable, "-m", "grader", "grade", "--out", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert "cohort: 12 submissions" in done.stdout and "most frequent mistakes:" in done.stdout
+    assert "cohort: 12 submissions" in done.stdout and "mistakes recognised" in done.stdout
     assert sorted(path.stem for path in (out / "feedback").glob("*.html")) == sorted(
         path.stem for path in (out / "results").glob("*.json"))
     charts = {path.name for path in (out / "report").glob("*.png")}
@@ -108,6 +108,7 @@ def test_sample_class_report(tmp_path):
     for heading in ("What to do next", "Scores", "Steps", "Most frequent mistakes", "Item analysis", "Runtime",
                     "Limits hit"):
         assert heading in dom
+    assert "left steps unimplemented" in dom and "frances_allen: all steps" in dom  # suggested actions
     assert "feedback/edsger_dijkstra.html" in dom  # an example student, linked to their feedback page
     widths = decoded_widths(dom)
     assert len(widths) >= 5 and all(width > 300 for width in widths), widths
