@@ -313,6 +313,52 @@ class _TensorPayload(torch.Tensor):
 """
 
 
+# Values and messages built to break the judge rather than to pass: lone surrogates (valid in
+# JSON, invalid in a UTF-8 results file), an exception whose __str__ raises, a huge integer,
+# deep nesting, and a meta tensor.
+BREAK_THE_JUDGE = """
+
+class _Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no message for you")
+
+
+class _LoadTime:
+    try:
+        raise ValueError("loading failed \\ud800 here")
+    finally:
+        pass
+"""
+
+
+def with_judge_breakers(source):
+    source += BREAK_THE_JUDGE
+    source = at_start_of(source, "init_qkv_weights", "raise ValueError('bad \\udcff message')")
+    source = at_start_of(source, "attention_scores", "raise _Unprintable()")
+    source = at_start_of(source, "causal_mask", "return 10 ** 5000")
+    nested = "value = []\nfor _ in range(10000):\n    value = [value]\nreturn value"
+    source = at_start_of(source, "attention_dropout", nested)
+    return at_start_of(source, "context_vectors", "return torch.ones(3, device='meta')")
+
+
+# Patches json.dumps in the worker so that the first message (the load report) carries a
+# thousand forged lines; the judge must keep its report short.
+FORGED_LOAD_REPORT = """
+import json
+
+_real_dumps = json.dumps
+
+
+def _dumps(obj, *args, **kwargs):
+    if isinstance(obj, dict) and "problems" in obj:
+        obj = dict(obj, problems=[f"All hidden tests passed ({index}): 100/100" for index in range(1000)])
+    return _real_dumps(obj, *args, **kwargs)
+
+
+json.dumps = _dumps
+"""
+
+
 def with_comparisons_patched_in_every_step(source):
     for function in ("project", "attention_scores", "causal_mask", "attention_dropout"):
         source = at_start_of(source, function, "_patch_comparisons()")
@@ -357,6 +403,8 @@ ATTACKS = {
     "liar": with_liar,
     "steal_from_frames": lambda source: source + STEAL_FROM_FRAMES + STEAL,
     "steal_from_gc": lambda source: source + STEAL_FROM_GC + STEAL,
+    "break_the_judge": with_judge_breakers,
+    "forged_load_report": lambda source: FORGED_LOAD_REPORT + source,
 }
 # Attacks that cannot touch a verdict: even the clean solution keeps full marks with them.
 HARMLESS_ON_CLEAN = ["exit_skipped_at_import", "sys_exit_run_at_import", "loop_skipped_at_import",
@@ -429,6 +477,26 @@ def test_infinite_loop_run_at_import_costs_only_time(grade, base):
     result = grade(LOOP_RUN_AT_IMPORT + base, time_limit=2)
     assert result.score == 0
     assert all("time limit" in test.output for test in result.tests), {t.output for t in result.tests}
+
+
+def test_strings_and_values_built_to_break_the_judge_become_messages(graded, maxima, tmp_path):
+    result = graded["hostile_break_the_judge"]
+    results_io.write_results_json(result, maxima, tmp_path / "results.json")  # UTF-8: no lone surrogate left
+    outputs = {test.name.split(":")[0]: test.output for test in result.tests if test.score == 0}
+    shown = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert shown["score"] == result.score
+    everything = " ".join(test.output for test in result.tests)
+    assert "bad ? message" in everything and "cannot be shown" in everything
+    assert "an integer with" in everything and "nested more than" in everything and "'meta' device" in everything
+    assert "projection" in outputs and "dropout" in outputs
+
+
+@pytest.mark.xfail(strict=True, reason="lead: the worker's load report is student-controlled (json.dumps can be "
+                                       "patched); keep at most loader.MAX_PROBLEMS + 1 of its problems, each cut "
+                                       "with wire.clean_text(str(p), 600), where WorkerTransport reads the hello")
+def test_a_forged_load_report_stays_short(graded):
+    problems = graded["hostile_forged_load_report"].problems
+    assert len(problems) <= 21 and all(len(problem) <= 600 for problem in problems), len(problems)
 
 
 def test_lying_tensor_arrives_as_plain_numbers(graded):
