@@ -9,11 +9,14 @@ broken statement costs only itself: every problem is reported, the rest loads.
 import ast
 import json
 import linecache
+import os
+import stat
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
 MAX_SOURCE_BYTES = 1_000_000
+MAX_PROBLEMS = 20  # a file with thousands of broken lines gets a readable report, not thousands of lines
 PYTHON_KERNELS = ("python", "python3", "python2", "ipython", "ipython3")
 
 
@@ -36,10 +39,15 @@ class Loaded:
 def read_chunks(path):
     """Split a submission into code chunks (the file, or one per notebook cell)."""
     path = Path(path)
-    raw = path.read_bytes()
-    if len(raw) > MAX_SOURCE_BYTES:
+    # Look before reading: a huge file, a device or a pipe must cost neither memory nor time.
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as stream:
+        info = os.fstat(stream.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise SubmissionError(f"{path.name} is not a regular file; submit your .py or .ipynb.")
+        raw = b"" if info.st_size > MAX_SOURCE_BYTES else stream.read(MAX_SOURCE_BYTES + 1)
+    if info.st_size > MAX_SOURCE_BYTES or len(raw) > MAX_SOURCE_BYTES:
         raise SubmissionError(
-            f"{path.name} is {len(raw) / 1e6:.1f} MB; a solution is a few kB of code. "
+            f"{path.name} is {max(info.st_size, len(raw)) / 1e6:.1f} MB; a solution is a few kB of code. "
             "Remove pasted data or outputs and submit the source only."
         )
     if not raw.strip():
@@ -66,14 +74,19 @@ def _notebook_chunks(name, text):
             f"{name} is not a valid notebook (JSON error at line {error.lineno}: {error.msg}); "
             "open it in Jupyter, save it, and submit the saved file."
         ) from None
+    except (ValueError, RecursionError):  # nested too deeply, numbers too long: not a saved notebook
+        raise SubmissionError(
+            f"{name} is not a valid notebook (its JSON is nested too deeply or holds a number too long to read); "
+            "open it in Jupyter, save it, and submit the saved file."
+        ) from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise SubmissionError(f"{name} is not a Jupyter notebook (no list of cells); submit the .ipynb saved by Jupyter.")
-    metadata = notebook.get("metadata") or {}
-    language = ((metadata.get("kernelspec") or {}).get("language")
-                or (metadata.get("language_info") or {}).get("name") or "python")
+    metadata = _mapping(notebook.get("metadata"))
+    language = (_mapping(metadata.get("kernelspec")).get("language")
+                or _mapping(metadata.get("language_info")).get("name") or "python")
     if str(language).lower() not in PYTHON_KERNELS:
         raise SubmissionError(
-            f"{name} uses a {language!r} kernel; this exercise is Python. "
+            f"{name} uses a {str(language)[:40]!r} kernel; this exercise is Python. "
             "Switch the kernel to Python 3, re-run, save and submit."
         )
     chunks = []
@@ -82,9 +95,16 @@ def _notebook_chunks(name, text):
             continue
         source = cell.get("source", "")
         if isinstance(source, list):
-            source = "".join(str(line) for line in source)
-        chunks.append(Chunk(_strip_ipython(str(source)), f"{name}, cell {index}"))
+            source = "".join(line for line in source if isinstance(line, str))
+        if not isinstance(source, str):
+            continue  # not code a notebook can hold
+        chunks.append(Chunk(_strip_ipython(source), f"{name}, cell {index}"))
     return chunks
+
+
+def _mapping(value):
+    """Notebook metadata as saved by Jupyter is a dict; anything else counts as empty."""
+    return value if isinstance(value, dict) else {}
 
 
 def _strip_ipython(source):
@@ -107,11 +127,16 @@ def _parse(chunk, problems):
             f"{chunk.filename}, line {error.lineno}: SyntaxError: {error.msg}. "
             "Everything in the block around that line was skipped; fix it and run the file yourself."
         )
+    except (RecursionError, MemoryError):  # an expression nested thousands of levels deep
+        problems.append(
+            f"{chunk.filename}: Python cannot parse this code (an expression is nested far too deeply). "
+            "Only the top-level blocks that parse on their own were loaded."
+        )
     trees = []
     for start, block in _top_level_blocks(chunk.source):
         try:
             trees.append((ast.parse(block, chunk.filename), start))
-        except SyntaxError:
+        except (SyntaxError, RecursionError, MemoryError):
             continue
     return trees
 
@@ -159,9 +184,20 @@ def _is_definition(node, local_names):
     return False
 
 
-def load_definitions(path, module_name="attention"):
-    """Load a submission's definitions into a fresh module. Raises SubmissionError if nothing can load."""
-    chunks = read_chunks(path)
+def _describe(error):
+    """`Type: message` of an exception raised by student code, whose __str__ may itself raise."""
+    try:
+        text = str(error)
+    except BaseException:  # noqa: BLE001 - anything, SystemExit included
+        text = "(its message cannot be shown)"
+    return f"{type(error).__name__}: {text[:300]}"
+
+
+def load_definitions(path, module_name="attention", chunks=None):
+    """Load a submission's definitions into a fresh module. Raises SubmissionError if nothing can load.
+
+    `chunks` (from `read_chunks`) lets a worker read the file before it gives up its privileges."""
+    chunks = read_chunks(path) if chunks is None else chunks
     problems = []
     parsed = [(chunk, tree, offset) for chunk in chunks for tree, offset in _parse(chunk, problems)]
     local_names = _defined_names([(tree, offset) for _, tree, offset in parsed])
@@ -173,15 +209,17 @@ def load_definitions(path, module_name="attention"):
         for node in tree.body:
             if not _is_definition(node, local_names):
                 continue
-            ast.increment_lineno(node, offset)
-            code = compile(ast.Module(body=[node], type_ignores=[]), chunk.filename, "exec")
+            if offset:  # a block salvaged from a file with a syntax error
+                ast.increment_lineno(node, offset)
             try:
-                exec(code, module.__dict__)
+                exec(compile(ast.Module(body=[node], type_ignores=[]), chunk.filename, "exec"), module.__dict__)
             except BaseException as error:  # noqa: BLE001 - SystemExit at import must not stop loading
                 if isinstance(error, KeyboardInterrupt):
                     raise
                 problems.append(
                     f"{chunk.filename}, line {node.lineno}: loading this statement raised "
-                    f"{type(error).__name__}: {error}. It was skipped."
+                    f"{_describe(error)}. It was skipped."
                 )
+    if len(problems) > MAX_PROBLEMS:
+        problems[MAX_PROBLEMS:] = [f"... and {len(problems) - MAX_PROBLEMS} more problems like these."]
     return Loaded(module, problems)

@@ -169,7 +169,10 @@ def describe_module(root, student_module_name):
 
 
 def describe_error(error, module=None):
-    """An exception from student code as plain data, with a traceback of the student's own lines."""
+    """An exception from student code as plain data, with a traceback of the student's own lines.
+
+    The exception is the student's object: its __str__ or __repr__ may raise,
+    so every piece is taken defensively."""
     frames = traceback.extract_tb(error.__traceback__)
     student_file = getattr(module, "__file__", None) or ""
     student_base = student_file.rsplit("/", 1)[-1]
@@ -179,13 +182,22 @@ def describe_error(error, module=None):
         last = student_frames[-1]
         location = f"{last.filename}, line {last.lineno}, in {last.name}: {(last.line or '').strip()}"
     info = {
-        "type": type(error).__name__,
-        "message": str(error)[:500],
-        "location": location,
+        "type": wire.clean_text(type(error).__name__, 100),
+        "message": _safe_text(error, 500),
+        "location": wire.clean_text(location, 300),
         "not_implemented": isinstance(error, NotImplementedError),
     }
     if isinstance(error, MissingName):
-        info["missing_name"] = error.name
+        info["missing_name"] = wire.clean_text(error.name, 100)
     if isinstance(error, SystemExit):
-        info["message"] = f"your code called exit({error.code!r})"
+        info["message"] = f"your code called exit({_safe_text(error.code, 100, repr)})"
+    if isinstance(error, wire.Unsendable):
+        info["returned"] = True  # not raised by the student: what their code returned cannot be sent
     return info
+
+
+def _safe_text(value, limit, show=str):
+    try:
+        return wire.clean_text(show(value), limit)
+    except BaseException:  # noqa: BLE001 - a student's __str__ may raise anything, SystemExit included
+        return f"<{type(value).__name__} that cannot be shown>"

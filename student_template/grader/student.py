@@ -12,20 +12,32 @@ from . import wire
 
 
 class StudentError(AssertionError):
-    """The student's code raised; the message is ready to show."""
+    """The student's code raised; the message is ready to show.
+
+    `info` comes from the student's process, which may have forged it: every
+    field is checked and bounded before it reaches a message."""
 
     def __init__(self, what, info):
+        info = info if isinstance(info, dict) else {}
         self.info = info
-        self.not_implemented = bool(info.get("not_implemented"))
-        if info.get("missing_name"):
-            message = (f"{info['missing_name']} is not defined in your submission; "
+        self.not_implemented = info.get("not_implemented") is True
+        text = {key: wire.clean_text(info.get(key) or "", 600) for key in ("missing_name", "type", "message",
+                                                                             "location")}
+        if text["missing_name"]:
+            message = (f"{text['missing_name']} is not defined in your submission; "
                        "check its spelling and that its cell or definition runs without errors")
         elif self.not_implemented:
-            message = f"{what}: not implemented yet ({info.get('message') or 'NotImplementedError'})"
+            message = f"{what}: not implemented yet ({text['message'] or 'NotImplementedError'})"
+        elif info.get("returned") is True:
+            message = f"{what} returned {text['message']}"
         else:
-            message = f"{what} raised {info.get('type')}: {info.get('message')}"
-            if info.get("location"):
-                message += f"\n  at {info['location']}"
+            message = f"{what} raised {text['type'] or 'an error'}: {text['message']}"
+            if text["location"]:
+                message += f"\n  at {text['location']}"
+            if "same device" in text["message"] or "device type" in text["message"]:
+                message += ("\n  The grader moved your module and its inputs to the GPU with .to(device); a tensor "
+                            "your module keeps as a plain attribute (self.mask = ...) stays on the CPU. Register it "
+                            "with self.register_buffer(...), and create new tensors with device=x.device.")
         super().__init__(message)
 
 
@@ -40,9 +52,13 @@ class Student:
 
     def _ask(self, what, request):
         answer = self.transport.send(request)
-        if not answer.get("ok"):
-            raise StudentError(what, answer.get("error") or {})
-        return wire.decode(answer.get("value"))
+        if answer.get("ok") is not True:
+            raise StudentError(what, answer.get("error"))
+        try:
+            return wire.decode(answer.get("value"))
+        except (ValueError, TypeError, KeyError, RecursionError) as error:
+            raise StudentError(what, {"returned": True,
+                                     "message": f"an answer the grader cannot read ({error})"}) from None
 
     def call(self, name, *args, seed=None, **kwargs):
         """Call the student's function `name` and return its (decoded) result."""

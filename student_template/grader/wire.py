@@ -11,6 +11,13 @@ import json
 import numpy as np
 import torch
 
+# Bounds on one answer: far above what any step returns, far below what would
+# strain the judge (a tensor crosses as base64 text, a third larger than its bytes).
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+MAX_DEPTH = 32
+MAX_TEXT = 10_000
+MAX_INT_BITS = 256
+
 _DTYPES = {
     "float16": (torch.float16, np.float16),
     "bfloat16": (torch.bfloat16, None),
@@ -26,6 +33,18 @@ _DTYPES = {
 _NAME_OF_DTYPE = {torch_dtype: name for name, (torch_dtype, _) in _DTYPES.items()}
 
 
+class Unsendable(Exception):
+    """Student code returned something that cannot cross to the judge; the message says what and why."""
+
+
+def clean_text(text, limit=MAX_TEXT):
+    """A string safe to show and to write as UTF-8: lone surrogates replaced, length bounded."""
+    text = str.__str__(text) if isinstance(text, str) else str(text)
+    if not text.isascii():
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text if len(text) <= limit else text[:limit] + "... (cut)"
+
+
 class Foreign:
     """A value of a type the judge does not compare (a numpy array, a module...)."""
 
@@ -38,52 +57,106 @@ class Foreign:
         return f"<{self.type_name}: {self.text}>"
 
 
-def _tensor_payload(tensor):
+def _tensor_payload(tensor, budget):
     tensor = torch.Tensor.detach(tensor)
+    if tensor.layout != torch.strided:
+        raise Unsendable(f"a {str(tensor.layout).replace('torch.', '')} tensor; return an ordinary dense tensor "
+                         "(.to_dense())")
+    if tensor.device.type == "meta":
+        raise Unsendable("a tensor on the 'meta' device, which has a shape but no values; create your "
+                         "tensors on the input's device (device=x.device), not on 'meta'")
     if tensor.dtype == torch.bfloat16:
         tensor = tensor.float()
+    if tensor.dtype not in _NAME_OF_DTYPE:
+        raise Unsendable(f"a tensor of dtype {tensor.dtype}, which the grader cannot compare; "
+                         "return a float (or bool/int) tensor")
+    budget.spend(tensor.numel() * tensor.element_size(), f"a tensor of shape {tuple(tensor.shape)}")
     cpu = torch.Tensor.contiguous(torch.Tensor.cpu(tensor))
     array = cpu.numpy()
     return {
-        "dtype": _NAME_OF_DTYPE.get(cpu.dtype, str(cpu.dtype)),
+        "dtype": _NAME_OF_DTYPE[cpu.dtype],
         "shape": list(array.shape),
         "data": base64.b64encode(array.tobytes()).decode("ascii"),
     }
 
 
+class _Budget:
+    def __init__(self, limit):
+        self.left = limit
+
+    def spend(self, size, what):
+        self.left -= size
+        if self.left < 0:
+            raise Unsendable(f"{what}, more data than any answer here needs ({MAX_ANSWER_BYTES >> 20} MB at most); "
+                             "is a shape or a loop much larger than intended?")
+
+
 def encode(value):
-    """Turn a value into JSON-ready data (both directions use this)."""
-    if value is None or isinstance(value, (bool, int, float, str)):
+    """Turn a value into JSON-ready data (both directions use this).
+
+    Raises Unsendable (with a message for the student) for what cannot cross:
+    meta or sparse tensors, odd dtypes, huge or deeply nested values."""
+    return _encode(value, _Budget(MAX_ANSWER_BYTES), 0)
+
+
+def _encode(value, budget, depth):
+    if depth > MAX_DEPTH:
+        raise Unsendable(f"a value nested more than {MAX_DEPTH} levels deep; return a tensor or a short tuple")
+    # Exact base types only: a subclass of int/float/str could lie in its __repr__ or __str__.
+    if value is None or isinstance(value, bool):
+        return None if value is None else bool(value)
+    if isinstance(value, int):
+        value = int.__index__(value)
+        if value.bit_length() > MAX_INT_BITS:
+            raise Unsendable(f"an integer with {value.bit_length()} bits; a result here is a tensor or a float")
         return value
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, str):
+        budget.spend(len(value), "a string")
+        return clean_text(value, MAX_ANSWER_BYTES)
     if isinstance(value, torch.Tensor):
-        payload = _tensor_payload(value)
-        payload["device"] = str(value.device)
+        payload = _tensor_payload(value, budget)
+        payload["device"] = str(torch.Tensor.device.__get__(value))
         if type(value) not in (torch.Tensor, torch.nn.Parameter):
-            payload["class"] = type(value).__qualname__
+            payload["class"] = clean_text(type(value).__qualname__, 200)
         return {"$tensor": payload}
     if isinstance(value, np.ndarray):
-        return {"$foreign": {"type": "numpy.ndarray", "text": f"shape {list(value.shape)}",
-                             "array": _tensor_payload(torch.from_numpy(np.ascontiguousarray(value)))
-                             if value.dtype.name in _DTYPES else None}}
-    if isinstance(value, tuple):
-        return {"$tuple": [encode(item) for item in value]}
-    if isinstance(value, list):
-        return [encode(item) for item in value]
-    if isinstance(value, dict):
-        return {"$dict": [[str(key), encode(item)] for key, item in value.items()]}
+        array = None
+        if value.dtype.name in _DTYPES:
+            array = _tensor_payload(torch.from_numpy(np.ascontiguousarray(value)), budget)
+        return {"$foreign": {"type": "numpy.ndarray", "text": f"shape {list(value.shape)}", "array": array}}
     if isinstance(value, (np.floating, np.integer)):
-        return value.item()
+        return _encode(value.item(), budget, depth + 1)
+    if isinstance(value, (tuple, list, dict)):
+        budget.spend(8 * len(value), f"a {type(value).__name__} of {len(value)} items")
+    if isinstance(value, tuple):
+        return {"$tuple": [_encode(item, budget, depth + 1) for item in tuple.__iter__(value)]}
+    if isinstance(value, list):
+        return [_encode(item, budget, depth + 1) for item in list.__iter__(value)]
+    if isinstance(value, dict):
+        return {"$dict": [[clean_text(key, 200), _encode(item, budget, depth + 1)]
+                          for key, item in dict.items(value)]}
     text = object.__repr__(value)
-    return {"$foreign": {"type": type(value).__module__ + "." + type(value).__qualname__, "text": text[:200]}}
+    return {"$foreign": {"type": clean_text(type(value).__module__ + "." + type(value).__qualname__, 200),
+                         "text": clean_text(text, 200)}}
 
 
 def _tensor_from_payload(payload):
+    if not isinstance(payload, dict):
+        raise ValueError("malformed tensor")
     name = payload.get("dtype")
     if name not in _DTYPES:
-        raise ValueError(f"unsupported tensor dtype {name!r}")
+        raise ValueError(f"unsupported tensor dtype {clean_text(name, 40)!r}")
     torch_dtype, np_dtype = _DTYPES[name]
-    shape = [int(size) for size in payload["shape"]]
-    raw = base64.b64decode(payload["data"], validate=True)
+    shape = payload.get("shape")
+    if not isinstance(shape, list) or len(shape) > MAX_DEPTH or not all(
+            type(size) is int and 0 <= size <= MAX_ANSWER_BYTES for size in shape):
+        raise ValueError("malformed tensor shape")
+    data = payload.get("data")
+    if not isinstance(data, str):
+        raise ValueError("malformed tensor data")
+    raw = base64.b64decode(data, validate=True)
     if np_dtype is None:  # bfloat16 travels as float32
         np_dtype, torch_dtype = np.float32, torch.float32
     expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(np_dtype).itemsize
@@ -93,14 +166,27 @@ def _tensor_from_payload(payload):
     return torch.from_numpy(array).to(torch_dtype)
 
 
-def decode(data, device=None):
+def _device_name(text):
+    """The device a tensor says it came from, if it names a real device type; else 'unknown'."""
+    try:
+        return str(torch.device(str(text)))
+    except (RuntimeError, ValueError, TypeError):
+        return "unknown"
+
+
+def decode(data, device=None, _depth=0):
     """Inverse of `encode`. Tensors land on `device` (default: CPU) as plain tensors.
 
     Each decoded tensor carries `.wire_device` (where the student's tensor
-    lived) and `.wire_class` (its class, if it was a subclass).
+    lived) and `.wire_class` (its class, if it was a subclass). Malformed data
+    (from a student process that forged its answers) raises ValueError.
     """
+    if _depth > MAX_DEPTH:
+        raise ValueError("value nested too deeply")
     if isinstance(data, list):
-        return [decode(item, device) for item in data]
+        return [decode(item, device, _depth + 1) for item in data]
+    if isinstance(data, str):
+        return clean_text(data, MAX_ANSWER_BYTES)
     if not isinstance(data, dict):
         return data
     if "$tensor" in data:
@@ -108,17 +194,24 @@ def decode(data, device=None):
         tensor = _tensor_from_payload(payload)
         if device is not None:
             tensor = tensor.to(device)
-        tensor.wire_device = str(payload.get("device", "cpu"))
-        tensor.wire_class = payload.get("class")
+        tensor.wire_device = _device_name(payload.get("device", "cpu"))
+        tensor.wire_class = clean_text(payload["class"], 200) if payload.get("class") else None
         return tensor
     if "$tuple" in data:
-        return tuple(decode(item, device) for item in data["$tuple"])
+        if not isinstance(data["$tuple"], list):
+            raise ValueError("malformed tuple")
+        return tuple(decode(item, device, _depth + 1) for item in data["$tuple"])
     if "$dict" in data:
-        return {str(key): decode(item, device) for key, item in data["$dict"]}
+        items = data["$dict"]
+        if not isinstance(items, list) or not all(isinstance(item, list) and len(item) == 2 for item in items):
+            raise ValueError("malformed dict")
+        return {clean_text(key, 200): decode(item, device, _depth + 1) for key, item in items}
     if "$foreign" in data:
         info = data["$foreign"]
+        if not isinstance(info, dict):
+            raise ValueError("malformed value")
         array = _tensor_from_payload(info["array"]) if info.get("array") else None
-        return Foreign(str(info.get("type")), str(info.get("text")), array)
+        return Foreign(clean_text(info.get("type"), 200), clean_text(info.get("text"), 200), array)
     raise ValueError("unrecognised value on the wire")
 
 
@@ -127,4 +220,20 @@ def dumps(message):
 
 
 def loads(raw):
-    return json.loads(raw.decode("utf-8"))
+    """Parse one message. Anything that is not sound JSON (including JSON nested deeply
+    enough to exhaust the parser) is a ValueError: the sender is untrusted."""
+    try:
+        return _clean_strings(json.loads(raw.decode("utf-8")))
+    except (ValueError, RecursionError, UnicodeDecodeError, MemoryError) as error:
+        raise ValueError(f"not a message: {type(error).__name__}") from None
+
+
+def _clean_strings(value):
+    """Replace lone surrogates (valid in JSON, invalid in UTF-8 files) in every string of a message."""
+    if isinstance(value, str):
+        return value if value.isascii() else clean_text(value, len(value))
+    if isinstance(value, list):
+        return [_clean_strings(item) for item in value]
+    if isinstance(value, dict):
+        return {_clean_strings(key): _clean_strings(item) for key, item in value.items()}
+    return value
