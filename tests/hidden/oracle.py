@@ -11,9 +11,11 @@ import math
 import torch
 
 # The faults the functions below can reproduce.
-FAULTS = ("softmax_dim", "no_scale", "scale_dk", "scale_after", "scale_d_in", "zero_fill", "no_mask", "mask_past",
-          "scores_kq")
+FAULTS = ("softmax_dim", "softmax_batch", "no_scale", "scale_dk", "scale_after", "scale_d_in", "zero_fill",
+          "no_mask", "mask_past", "scores_kq")
 MHA_FAULTS = ("split_no_transpose", "merge_no_transpose", "no_out_proj", "scale_d_out")
+# Faults that are one cause in the chapter's words (grader.diagnosis.CAUSES) under another name.
+CAUSE_OF = {"softmax_batch": "softmax_dim"}
 
 
 def generator(seed):
@@ -64,7 +66,8 @@ def weights_of(scores, d_k, causal=True, faults=()):
         scale = float(d_k)
     else:
         scale = math.sqrt(d_k)
-    weights = torch.softmax(scores / scale, dim=-2 if "softmax_dim" in faults else -1)
+    axis = -2 if "softmax_dim" in faults else 0 if "softmax_batch" in faults else -1
+    weights = torch.softmax(scores / scale, dim=axis)
     if "scale_after" in faults:
         weights = weights / math.sqrt(d_k)
     return weights
@@ -114,11 +117,11 @@ def multihead(x, params, num_heads, faults=()):
 
 
 def suspects(compute, faults):
-    """{fault: output} for each named fault, computed with `compute(faults=(fault,))`."""
+    """[(cause, output)] for each named fault, computed with `compute(faults=(fault,))`."""
     unknown = set(faults) - set(FAULTS) - set(MHA_FAULTS)
     if unknown:
         raise KeyError(f"the oracle cannot reproduce {sorted(unknown)}")
-    return {fault: compute(faults=(fault,)) for fault in faults}
+    return [(CAUSE_OF.get(fault, fault), compute(faults=(fault,))) for fault in faults]
 
 
 def one_hot_tokens(batch, n, d_in):

@@ -162,10 +162,15 @@ def check_module_dropout(module, params, p, batch, n, d_in, heads, seed, rate_to
     zero = (trained.abs() < 1e-7) & visible
     rate = zero.sum().item() / visible.sum().item()
     if abs(rate - p) >= rate_tolerance:
+        keeps = abs(rate - (1 - p)) < rate_tolerance
         raise Failure(f"in training mode with dropout={p}, {rate:.0%} of the visible attention weights were "
-                      "dropped; apply self.dropout to the attention weights",
-                      cause="dropout_not_applied" if rate == 0 else None)
+                      "dropped; " + ("p is the probability of dropping a weight, not of keeping it" if keeps else
+                                     "apply self.dropout to the attention weights"),
+                      cause="dropout_not_applied" if rate == 0 else "dropout_keep_probability" if keeps else None)
     survivors = visible & ~zero
-    assert torch.allclose(trained[survivors], eval_weights[survivors] / (1 - p), rtol=1e-3, atol=1e-5), (
-        "in training mode the surviving attention weights should be the eval-mode weights times 1/(1-p): "
-        "apply dropout to the attention weights after the softmax, before multiplying by the values")
+    if not torch.allclose(trained[survivors], eval_weights[survivors] / (1 - p), rtol=1e-3, atol=1e-5):
+        unscaled = torch.allclose(trained[survivors], eval_weights[survivors], rtol=1e-3, atol=1e-5)
+        raise Failure("in training mode the surviving attention weights should be the eval-mode weights times "
+                      "1/(1-p): " + ("they are not rescaled" if unscaled else "apply dropout to the attention "
+                                     "weights after the softmax, before multiplying by the values"),
+                      cause="dropout_no_rescale" if unscaled else None)

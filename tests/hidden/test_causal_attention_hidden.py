@@ -7,8 +7,8 @@ from probes import (check_batch_independent, check_causal, check_lengths, check_
 from grader.testing import Failure, expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded
 
 B, N, CONTEXT, D_IN, D_OUT = 3, 5, 7, 8, 6
-FAULTS = ("softmax_dim", "no_scale", "scale_dk", "scale_after", "scale_d_in", "zero_fill", "no_mask", "mask_past",
-          "scores_kq")
+FAULTS = ("softmax_dim", "softmax_batch", "no_scale", "scale_dk", "scale_after", "scale_d_in", "zero_fill",
+          "no_mask", "mask_past", "scores_kq")
 
 
 def build(student, dropout=0.0, qkv_bias=False, params=None, context=CONTEXT):

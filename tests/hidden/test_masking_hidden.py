@@ -6,7 +6,8 @@ from oracle import randn, suspects, weights_of
 from grader.testing import (Failure, expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor,
                             graded)
 
-CAUSAL_FAULTS = ("zero_fill", "no_mask", "mask_past", "softmax_dim", "no_scale", "scale_dk", "scale_after")
+CAUSAL_FAULTS = ("zero_fill", "no_mask", "mask_past", "softmax_dim", "softmax_batch", "no_scale", "scale_dk",
+                 "scale_after")
 
 
 def wrong_masks(n):
@@ -76,8 +77,8 @@ def test_causal_weights(student):
         zeroed_after = weights_of(scores, d_k, causal=False) * torch.tril(torch.ones(n, n, dtype=torch.float64))
         expect_close(got, weights_of(scores, d_k), f"causal attention weights for scores of shape {shape}",
                      device=student.device, picture="causal",
-                     suspects={**suspects(lambda faults: weights_of(scores, d_k, faults=faults), CAUSAL_FAULTS),
-                               "not_renormalised": zeroed_after})
+                     suspects=[*suspects(lambda faults: weights_of(scores, d_k, faults=faults), CAUSAL_FAULTS),
+                               ("not_renormalised", zeroed_after)])
 
 
 @graded("masking: causal_attention_weights ignores the scores of future positions", points=2)

@@ -9,7 +9,7 @@ from grader.testing import Failure, expect_close, expect_future_hidden, expect_r
 
 B, N, CONTEXT, D_IN, D_OUT, HEADS = 3, 5, 7, 6, 8, 2  # head_dim = 4
 FAULTS = ("split_no_transpose", "merge_no_transpose", "no_out_proj", "scale_d_out", "scale_d_in", "softmax_dim",
-          "no_scale", "scale_after", "zero_fill", "no_mask", "mask_past", "scores_kq")
+          "softmax_batch", "no_scale", "scale_after", "zero_fill", "no_mask", "mask_past", "scores_kq")
 
 
 def mha_params(seed, bias=False, d_in=D_IN, d_out=D_OUT):
