@@ -63,6 +63,8 @@ CAUSES = {cause.key: cause for cause in (
           "dividing q·k by sqrt(dim) divides its variance by dim"),
     Cause("variance_not_recomputed", "the variance is divided by sqrt(dim) instead of measured on the scaled "
           "dot products", "compute (dots / sqrt(dim)).var(): scaling by sqrt(dim) divides the variance by dim"),
+    Cause("variance_not_seeded", "dot_product_variance ignores its seed, so its result is not reproducible",
+          "draw q and k after torch.manual_seed(seed) (or from a torch.Generator seeded with it)"),
     Cause("variance_uniform", "q and k are drawn with torch.rand (uniform) instead of torch.randn",
           "the variance argument needs standard-normal q and k: torch.randn"),
     # masking
@@ -87,6 +89,10 @@ CAUSES = {cause.key: cause for cause in (
           "scale the survivors by 1/(1-p)"),
     Cause("dropout_keep_probability", "dropout takes p as the probability of keeping a weight",
           "p is the probability of dropping: keep a weight when rand >= p"),
+    Cause("dropout_same_mask", "dropout reuses the same mask on every call (a fixed seed inside?)",
+          "draw a fresh random mask on every call; do not seed inside the function"),
+    Cause("dropout_mask_shape", "the dropout mask does not have the full shape of the weights (whole rows or "
+          "columns are dropped together)", "draw the mask with the shape of the weights: torch.rand_like(weights)"),
     Cause("dropout_in_eval", "dropout is active in evaluation mode",
           "only drop while training: return the weights unchanged when training is False"),
     # causal_attention

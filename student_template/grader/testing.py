@@ -115,8 +115,9 @@ def expect_tensor(value, what, shape=None, device=None):
         kind = "NaN" if torch.isnan(value.double()).any() else "inf"
         cause = nan_rows_cause(value)
         if cause:
-            rows = "the first token" if cause == "mask_hides_diagonal" else "the last token"
-            raise Failure(f"{what} contains NaN exactly in the rows of {rows} (first at {where}); "
+            rows = {"mask_hides_diagonal": "the first token", "mask_past": "the last token",
+                    "softmax_dim": "every token but the last (a softmax over the batch axis meets only -inf there)"}
+            raise Failure(f"{what} contains NaN exactly in the rows of {rows[cause]} (first at {where}); "
                           f"{CAUSES[cause].title}; {CAUSES[cause].fix}", cause=cause)
         raise AssertionError(f"{what} contains {kind} (first at {where}); a row whose every score is -inf "
                              "gives NaN after softmax: does your mask hide the diagonal or the past?")
@@ -124,9 +125,10 @@ def expect_tensor(value, what, shape=None, device=None):
 
 
 def nan_rows_cause(value):
-    """The mask behind NaN rows, when the pattern has one meaning: NaN in exactly the first
-    token's row of every sequence (nothing visible to it: the diagonal is hidden), or in
-    exactly the last token's row (the past is hidden instead of the future)."""
+    """The mistake behind NaN rows, when the pattern has one meaning: NaN in exactly the first
+    token's row of every sequence (nothing visible to it: the diagonal is hidden), in exactly
+    the last token's row (the past is hidden instead of the future), or in every row but the
+    last (a softmax across the batch, where the future is -inf in every sequence)."""
     if value.dim() < 2 or value.dtype == torch.bool:
         return None
     n = value.shape[-2]
@@ -137,6 +139,8 @@ def nan_rows_cause(value):
         return "mask_hides_diagonal"
     if bool((rows == last).all()):
         return "mask_past"
+    if n > 1 and rows.shape[0] > 1 and bool((rows == ~last).all()):
+        return "softmax_dim"
     return None
 
 
@@ -229,6 +233,9 @@ def weight_fault_hint(weights, device="cpu"):
     if weights.dim() >= 2 and ((weights.sum(dim=-2) - 1).abs() < 10 * atol).all():
         return "softmax_dim", ("each column sums to one instead: your weights match a softmax taken over the "
                                "query axis; normalise each row (dim=-1)")
+    if weights.dim() >= 3 and weights.shape[0] > 1 and ((weights.sum(dim=0) - 1).abs() < 10 * atol).all():
+        return "softmax_dim", ("the weights sum to one across the batch instead: your weights match a softmax "
+                               "taken over the batch axis (dim=0); normalise each row (dim=-1)")
     constant = sums.flatten()[0].item()
     if ((sums - constant).abs() < 10 * atol).all() and 0 < constant < 1:
         root = 1 / constant**2
