@@ -95,7 +95,7 @@ def report_command(args):
     if not (out / "results").is_dir():
         raise UsageError(f"{out} has no results/ folder: grade a class into it first (make grade OUT={out})")
     if args.pages:
-        feedback.write_pages(out)
+        feedback.write_pages(out, force=True)
     print(report.write_report(out))
     return 0
 
