@@ -330,14 +330,18 @@ def write_page_beside(results_path):
     return write_page(json.loads(path.read_text(encoding="utf-8")), path.with_name("feedback.html"))
 
 
-def write_pages(out):
-    """OUT/feedback/<name>.html for every OUT/results/<name>.json; returns how many were written."""
+def write_pages(out, force=False):
+    """OUT/feedback/<name>.html for every OUT/results/<name>.json, skipping pages newer than their
+    results (a resumed run redraws only what was regraded) unless `force`; returns how many were written."""
     written = 0
     for path in sorted((Path(out) / "results").glob("*.json")):
+        page = Path(out) / "feedback" / f"{path.stem}.html"
+        if not force and page.is_file() and page.stat().st_mtime >= path.stat().st_mtime:
+            continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        write_page(data, Path(out) / "feedback" / f"{path.stem}.html")
+        write_page(data, page)
         written += 1
     return written
