@@ -92,9 +92,10 @@ def private_copy(path, folder):
     target = folder / ("attention.ipynb" if path.suffix == ".ipynb" else "attention.py")
     if path.suffix == ".ipynb":
         notebook = json.loads(path.read_bytes().decode("utf-8-sig"))  # check_readable parsed it already
-        metadata = notebook.setdefault("metadata", {})
+        if not isinstance(notebook.get("metadata"), dict):
+            notebook["metadata"] = {}
         # otter run starts the kernel the notebook names; a student's "conda-env-foo" does not exist here.
-        metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        notebook["metadata"]["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         target.write_text(json.dumps(notebook, ensure_ascii=False))
     else:
         shutil.copyfile(path, target)
@@ -133,7 +134,9 @@ def run_otter(autograder, submission, workdir, timeout):
         return None, (f"otter run did not finish within {timeout:g} s and was stopped; stock Otter has no "
                       "per-step time limit, so one hanging call costs the whole submission")
     results = output_dir / "results.json"
-    return (results if results.is_file() else None), tail
+    # otter run exits 0 whatever the scores: anything else means it was stopped midway (a results.json
+    # then may be the student's own, written from the kernel), so nothing of it is believed.
+    return (results if process.returncode == 0 and results.is_file() else None), tail
 
 
 def kill_run(process, token):
