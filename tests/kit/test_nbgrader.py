@@ -31,6 +31,22 @@ STUDENTS = [  # id, first name, last name, email: a comma and non-ASCII letters 
 ]
 
 
+# Appended to the solution: a correct function that warns and writes to stderr past Python's
+# sys.stderr, as libraries do. nbgrader zeroes a test cell with stderr output; the course must not.
+NOISY = '''
+import os
+import warnings
+
+_quiet_init_qkv_weights = init_qkv_weights
+
+
+def init_qkv_weights(d_in, d_out):
+    warnings.warn("a harmless UserWarning from the student's code")
+    os.write(2, b"UserWarning: written straight to file descriptor 2\\n")
+    return _quiet_init_qkv_weights(d_in, d_out)
+'''
+
+
 def filled(release_text, source):
     """The release notebook with each step's code cell (and the imports) taken from `source`."""
     document = json.loads(release_text)
@@ -58,7 +74,8 @@ def course(tmp_path_factory):
 def submissions(course, clean):
     release = (course / "release" / "attention" / "attention.ipynb").read_text()
     bugs = {bug.id: bug for bug in BUGS}
-    notebooks = {"solution": filled(release, clean), "stub": release}
+    noisy = clean.replace("# %% step: scaling", f"{NOISY}\n\n# %% step: scaling")  # in the projection cell
+    notebooks = {"solution": filled(release, noisy), "stub": release}
     notebooks.update({bug_id: filled(release, bugs[bug_id].apply(clean)) for bug_id in BUG_IDS})
     return notebooks
 
