@@ -429,8 +429,17 @@ def scores_by_test(result):
     return {test.name: test.score for test in result.tests}
 
 
+def assert_honest_run_was_clean(honest):
+    """The comparison means something only if the code without the attack was graded undisturbed."""
+    crashes = {test.output for test in honest.tests if "crashed (signal" in test.output or "limit:" in test.output}
+    assert not crashes, ("the submission WITHOUT the attack crashed or hit a limit, so no comparison is possible "
+                         f"(a SIGKILL from outside: another grader on this machine using the same worker uids?): "
+                         f"{crashes}")
+
+
 def assert_no_gain(attacked, honest):
     """No test scores more under attack than without it."""
+    assert_honest_run_was_clean(honest)
     gains = {name: (score, scores_by_test(honest)[name]) for name, score in scores_by_test(attacked).items()
              if score > scores_by_test(honest)[name]}
     assert not gains, f"the attack raised these tests (attacked, honest): {gains}"
