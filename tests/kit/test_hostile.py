@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,11 +60,13 @@ def redefine(source, name, body):
             + textwrap.indent(textwrap.dedent(body).strip(), "    ") + "\n")
 
 
-def shared_folder():
+@pytest.fixture
+def shared():
     """A folder outside pytest's private tmp, writable by any uid (a sandboxed worker's too)."""
     folder = Path(tempfile.mkdtemp(prefix="hostile-", dir="/tmp"))
     folder.chmod(0o777)
-    return folder
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- the attacks
@@ -540,8 +543,7 @@ def test_reading_the_reference_and_hidden_tests_from_disk_fails_when_grading_as_
     assert attacked.score == graded["hostile_base"].score
 
 
-def test_judge_never_unpickles_what_the_student_returns(grade, base):
-    shared = shared_folder()
+def test_judge_never_unpickles_what_the_student_returns(grade, base, shared):
     marker = shared / "unpickled"
     result = grade(with_unpickle_bait(base, marker))
     project_tests = [t for t in result.tests if t.step == "projection" and "project" in t.name and t.score == 0]
@@ -551,7 +553,6 @@ def test_judge_never_unpickles_what_the_student_returns(grade, base):
     assert {t.name: t.score for t in result.tests if t.step == "scaling" and "attention_scores" in t.name} == {
         t.name: t.max_score for t in result.tests if t.step == "scaling" and "attention_scores" in t.name}
     assert not marker.exists(), "something unpickled a value built by student code"
-    marker.parent.rmdir()
 
 
 # --------------------------------------------------------------------------- forged results files
@@ -590,11 +591,10 @@ _forged_at_load = _forge()
                    reason="a same-user worker can rewrite the results files of submissions graded before it; "
                           "needs the worker to give up file writes (RLIMIT_FSIZE=0) or the CLI to rewrite every "
                           "results file from memory at the end")
-def test_forged_results_files_change_no_real_output(base, graded, tmp_path):
+def test_forged_results_files_change_no_real_output(base, graded, tmp_path, shared):
     """`zed` writes forged results into the working folder, its own folder and every folder an
     environment variable names (the results folder among them), at load and in every step.
     `alice` is graded first: her results file exists by then."""
-    shared = shared_folder()
     roster, work, out = tmp_path / "class", tmp_path / "work", tmp_path / "out"
     roster.mkdir()
     work.mkdir()
@@ -618,9 +618,6 @@ def test_forged_results_files_change_no_real_output(base, graded, tmp_path):
     assert [row.split(",")[0] for row in rows] == ["submission", "alice", "zed"]
     assert rows[1].split(",")[1:] == rows[2].split(",")[1:]
     assert float(rows[2].split(",")[-1]) == graded["hostile_base"].score
-    for path in shared.iterdir():
-        path.unlink()
-    shared.rmdir()
 
 
 # --------------------------------------------------------------------------- what students see
