@@ -1,9 +1,9 @@
 """The stock Otter autograder (dist/otter) and `make grade ENGINE=otter`, with the real `otter run`.
 
 `otter run` costs 12-16 s per submission (more on a busy machine), so this file
-runs it about ten times: the solution as .py and as the released notebook, the
-stub, six catalogue bugs in six steps (compared with the kit's own grader test
-by test), and one submission that hangs.
+runs it nine times, two at a time: the solution as .py and as the released
+notebook, the stub, five catalogue bugs in five steps (compared with the kit's
+own grader test by test), and one submission that hangs.
 """
 
 import json
@@ -28,8 +28,8 @@ from grader.steps import STEP_KEYS
 
 pytestmark = pytest.mark.kit
 
-COMPARED_BUGS = ("scaling_softmax_dim_minus2", "masking_fill_zero", "dropout_no_rescale", "causal_mask_not_sliced",
-                 "wrapper_same_head_repeated", "mha_merge_without_transpose")
+COMPARED_BUGS = ("masking_fill_zero", "dropout_no_rescale", "causal_mask_not_sliced", "wrapper_same_head_repeated",
+                 "mha_merge_without_transpose")
 
 
 @pytest.fixture(scope="module")
@@ -90,52 +90,57 @@ def test_case_verdicts_read_otters_summary():
 
 # -- otter run --------------------------------------------------------------
 
-def test_solution_py_gets_full_marks(autograder, suite, maxima, clean, tmp_path):
-    path = tmp_path / "solution.py"
-    path.write_text(clean)
-    result = otter_grade(autograder, path, suite)
-    assert not failures(result), failures(result)[:3]
-    assert result.step_scores() == maxima and not result.problems
-
-
-def test_released_notebook_with_solutions_gets_full_marks(autograder, suite, maxima, clean, tmp_path):
-    """The student release's notebook (grader.check cells included), solved, under a kernel that is not here."""
+@pytest.fixture(scope="module")
+def submissions(tmp_path_factory, clean, stub):
+    """{name: path}: the solution as .py and as the released notebook (under a kernelspec this machine
+    does not have), the stub, and the compared catalogue bugs."""
+    folder = tmp_path_factory.mktemp("otter-submissions")
     document = json.loads(with_checks(notebook(code_sections(clean))))
     document["metadata"]["kernelspec"] = {"name": "conda-env-course-py", "display_name": "Course", "language": "python"}
-    path = tmp_path / "solution.ipynb"
-    path.write_text(json.dumps(document))
-    result = otter_grade(autograder, path, suite)
-    assert not failures(result), failures(result)[:3]
-    assert result.step_scores() == maxima
+    texts = {"solution.py": clean, "solution.ipynb": json.dumps(document), "stub.py": stub}
+    texts.update({f"{bug.id}.py": bug.apply(clean) for bug in BUGS if bug.id in COMPARED_BUGS})
+    for name, text in texts.items():
+        (folder / name).write_text(text)
+    return {name: folder / name for name in texts}
 
 
-def test_stub_gets_zero_with_the_steps_message(autograder, suite, stub, tmp_path):
-    path = tmp_path / "stub.py"
-    path.write_text(stub)
-    result = otter_grade(autograder, path, suite)
+@pytest.fixture(scope="module")
+def by_otter(autograder, submissions, suite):
+    """{name: SubmissionResult} from `otter run`, two submissions at a time."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        graded = pool.map(lambda path: otter_grade(autograder, path, suite), submissions.values())
+        return dict(zip(submissions, graded))
+
+
+def test_solution_py_and_released_notebook_get_full_marks(by_otter, maxima):
+    for name in ("solution.py", "solution.ipynb"):
+        result = by_otter[name]
+        assert not failures(result), (name, failures(result)[:3])
+        assert result.step_scores() == maxima and not result.problems, name
+
+
+def test_stub_gets_zero_with_the_steps_message(by_otter):
+    result = by_otter["stub.py"]
     assert result.score == 0
     for test in result.tests:
         assert "not implemented yet" in test.output and f"{test.step}: " in test.output, (test.name, test.output)
 
 
-def test_bugs_get_the_same_scores_as_the_kits_grader(autograder, suite, maxima, clean, tmp_path):
+def test_bugs_get_the_same_scores_as_the_kits_grader(by_otter, submissions, suite, maxima):
     bugs = [bug for bug in BUGS if bug.id in COMPARED_BUGS]
-    assert len({bug.step for bug in bugs}) == len(COMPARED_BUGS)
-    paths = []
+    assert len({bug.step for bug in bugs}) == len(COMPARED_BUGS) >= 5
     for bug in bugs:
-        path = tmp_path / f"{bug.id}.py"
-        path.write_text(bug.apply(clean))
-        paths.append(path)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        by_otter = list(pool.map(lambda path: otter_grade(autograder, path, suite), paths))
-    for bug, path, otter in zip(bugs, paths, by_otter):
-        kit = grade_submission(path, bug.id, suite, Options())
+        otter = by_otter[f"{bug.id}.py"]
+        kit = grade_submission(submissions[f"{bug.id}.py"], bug.id, suite, Options())
+        differ = [(o.name, o.score, o.output, k.score, k.output) for o, k in zip(otter.tests, kit.tests)
+                  if (o.name, o.score) != (k.name, k.score)]
+        assert not differ and len(otter.tests) == len(kit.tests), (bug.id, "otter vs kit:", differ[:2])
         assert otter.step_scores() == kit.step_scores(), bug.id
         assert otter.step_scores()[bug.step] < maxima[bug.step], f"{bug.id} was not caught"
-        assert [(t.name, t.score) for t in otter.tests] == [(t.name, t.score) for t in kit.tests], bug.id
 
 
-def test_a_hanging_submission_is_stopped_with_everything_it_started(autograder, suite, clean, tmp_path):
+def test_a_hanging_submission_is_stopped_with_everything_it_started(autograder, suite, clean, tmp_path,
+                                                                     monkeypatch):
     pid_file = tmp_path / "sleeper.pid"
     hang = clean + (
         "\nimport subprocess, time\n"
@@ -144,7 +149,9 @@ def test_a_hanging_submission_is_stopped_with_everything_it_started(autograder, 
         "time.sleep(600)\n")
     path = tmp_path / "hang.py"
     path.write_text(hang)
-    before = set(os.listdir(tempfile.gettempdir()))
+    private = tmp_path / "tmp"  # where the engine makes its temporary folder (others may grade with Otter too)
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
     started = time.monotonic()
     result = otter_grade(autograder, path, suite, submission_time_limit=35)
     assert time.monotonic() - started < 60
@@ -152,5 +159,4 @@ def test_a_hanging_submission_is_stopped_with_everything_it_started(autograder, 
     sleeper = int(pid_file.read_text())
     time.sleep(0.2)
     assert not os.path.exists(f"/proc/{sleeper}") or "Z" in open(f"/proc/{sleeper}/stat").read().split()[2]
-    leftovers = [name for name in set(os.listdir(tempfile.gettempdir())) - before if name.startswith("kit-otter-run-")]
-    assert not leftovers
+    assert not list(private.iterdir())
