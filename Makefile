@@ -1,7 +1,10 @@
 # Every workflow of the attention exercise kit. Each target creates and reuses .venv/.
 #   make test                      the kit's whole test suite (installs everything first)
 #   make grade [SUBMISSION=PATH] [OUT=DIR] [RESULTS=FILE]   grade a file, folder or zip (default: the sample class)
+#   make grade ENGINE=otter [SUBMISSION=PATH]   the same through `otter run` and the stock Otter autograder
 #   make grade SUBMISSION=canvas.zip ROSTER=roster.csv   also OUT/canvas_grades.csv and OUT/moodle_grades.csv
+#   make grade SHARD=2/4 OUT=out-2 ; make merge SHARDS="out-1 out-2 out-3 out-4"   spread a class
+#   make bench [COUNT=200] [DEVICE=cuda]   speed and memory figures against the targets
 #   make report [OUT=out]          the cohort report OUT/report.html from OUT/results (also after each bulk grade)
 #   make diagnose-report           share of catalogue bugs whose feedback names the right cause
 #   make student                   regenerate exercises/, student_template/ and samples/class/ from solutions/
@@ -16,9 +19,12 @@ RESULTS ?=
 STEP ?=
 DEVICE ?= cpu
 JOBS ?= 2
+ENGINE ?= kit
+SHARD ?=
+SHARDS ?=
 ROSTER ?=
 
-.PHONY: test grade student check publish clean
+.PHONY: test grade merge bench student check publish clean
 
 # requirements.txt: what grading needs; requirements-publish.txt: the LMS tools (otter, nbgrader).
 $(VENV)/.installed: requirements.txt requirements-publish.txt
@@ -38,7 +44,15 @@ test: $(VENV)/.installed $(CHROMIUM)
 	SUBMISSION=solutions/attention.py $(PY) -m pytest -q
 
 grade: $(VENV)/.installed
-	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) --device $(DEVICE) --jobs $(JOBS) $(if $(RESULTS),--results $(RESULTS)) $(if $(ROSTER),--roster $(ROSTER))
+	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) --device $(DEVICE) --jobs $(JOBS) --engine $(ENGINE) $(if $(RESULTS),--results $(RESULTS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ROSTER),--roster $(ROSTER))
+
+# make merge SHARDS="out-1 out-2 out-3" [OUT=out]: one class from the OUT folders of SHARD=i/N runs.
+merge: $(VENV)/.installed
+	$(PY) -m grader merge $(SHARDS) --out $(OUT) $(if $(ROSTER),--roster $(ROSTER))
+
+# Speed and memory figures against the targets (200 submissions, the torch-import floor, otter run...).
+bench: $(VENV)/.installed
+	$(PY) bench/bench.py --count $(or $(COUNT),200) --device $(DEVICE) --jobs $(JOBS)
 
 .PHONY: report diagnose-report
 # The cohort report of a graded class, rebuilt from OUT/results/*.json (make grade writes it too).

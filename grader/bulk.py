@@ -9,6 +9,7 @@ the class files (grades.csv...) come out the same as from an uninterrupted run.
 
 import hashlib
 import json
+import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,8 +31,11 @@ def suite_digest(root=ROOT):
 
 
 def fingerprint(path, settings):
-    """What a result depends on: the submission's bytes and the grading settings."""
-    digest = hashlib.sha256(Path(path).read_bytes())
+    """What a result depends on: the submission's bytes (none for a rejected one) and the grading settings."""
+    digest = hashlib.sha256()
+    with open(path or os.devnull, "rb") as stream:  # in blocks: a submission may be huge (it is refused later, not here)
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return digest.hexdigest()[:32]
 
@@ -80,7 +84,8 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
         name, path = item
         result = grade(path, name, tests, options)
         result.fingerprint = prints[name]
-        results_io.write_results_json(result, maxima, result_path(out, name))
+        result.text = results_io.results_text(result, maxima)
+        results_io.write_atomic(result_path(out, name), result.text)
         limits = sum("limit:" in test.output or "crashed" in test.output or "exited" in test.output
                      for test in result.tests)
         progress.advance(name, result.score, total, result.seconds,
@@ -91,7 +96,14 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
         for result in pool.map(one, todo):
             done[result.name] = result
     progress.finish()
-    return [done[name] for name, _ in submissions]
+    graded = [done[name] for name, _ in submissions]
+    # Without root, student code ran as this user and might have tampered with earlier results
+    # (workers cannot write files, but can truncate them): put back what the judge wrote or read.
+    for result in graded:
+        path = result_path(out, result.name)
+        if not path.is_file() or path.read_text(encoding="utf-8", errors="replace") != result.text:
+            results_io.write_atomic(path, result.text)
+    return graded
 
 
 def write_manifest(out, index, count, names):

@@ -1,4 +1,4 @@
-"""Command line: `python -m grader grade PATH` and `python -m grader generate`.
+"""Command line: `python -m grader grade PATH`, `merge`, `generate` and `publish`.
 
 Exit status 0 whenever grading completed, whatever the scores; 2 for bad usage.
 """
@@ -6,12 +6,12 @@ Exit status 0 whenever grading completed, whatever the scores; 2 for bad usage.
 import argparse
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import feedback, report
 from . import results as results_io
-from .judge import Options, grade_submission
+from .judge import Options, grade_submission, zero_result
+from .bulk import grade_class, parse_shard, read_shards, shard, suite_digest, write_manifest
 from .submissions import UsageError, collect
 from .suite import ROOT, discover, max_points
 
@@ -26,42 +26,90 @@ def parse_size(text):
     return int(text)
 
 
+def grading_engine(name):
+    """The function that grades one file: the kit's sandboxed judge, or stock Otter for comparison."""
+    if name == "otter":
+        from .otter_engine import grade_with_otter
+
+        return grade_with_otter
+    return grade_submission
+
+
 def grade_command(args):
     tests = discover(kinds=("public",) if args.public_only else ("public", "hidden"))
     maxima = max_points(tests)
-    options = Options(device=args.device, time_limit=args.time_limit, memory_limit=parse_size(args.memory_limit))
+    options = Options(device=args.device, time_limit=args.time_limit, memory_limit=parse_size(args.memory_limit),
+                      submission_time_limit=args.submission_time_limit)
+    grade = grading_engine(args.engine)
+    try:
+        slice_of_class = parse_shard(args.shard) if args.shard else None
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     collected = collect(args.path)
     try:
         for problem in collected.problems:
             print(f"note: {problem}", file=sys.stderr)
-        if not collected.submissions:
+        if not collected.submissions and not collected.rejected:
             raise UsageError(f"no .py or .ipynb submissions found in {args.path}")
         out = Path(args.out)
         started = time.monotonic()
-        single = len(collected.submissions) == 1 and not Path(args.path).is_dir()
+        single = (len(collected.submissions) == 1 and not collected.rejected and not Path(args.path).is_dir()
+                  and not args.shard)
+        if single:
+            name, path = collected.submissions[0]
+            graded = [grade(path, name, tests, options)]
+            where = Path(args.results) if args.results else out / "results.json"
+            results_io.write_results_json(graded[0], maxima, where)
+            feedback.write_page_beside(where)
+        else:
+            # Students whose only file could not be unpacked get a zero row with the reason, not silence.
+            rejected = dict(collected.rejected)
+            submissions = collected.submissions + [(name, None) for name in rejected]
 
-        def one(item):
-            name, path = item
-            result = grade_submission(path, name, tests, options)
-            target = Path(args.results) if (single and args.results) else (
-                out / "results.json" if single else out / "results" / f"{name}.json")
-            results_io.write_results_json(result, maxima, target)
-            if single:
-                feedback.write_page_beside(target)
-            print(f"graded {name}: {result.score:g}/{sum(maxima.values()):g} in {result.seconds:.1f}s",
-                  file=sys.stderr)
-            return result
+            def grade_or_reject(path, name, tests, options):
+                if path is None:
+                    return zero_result(name, None, tests, rejected[name])
+                return grade(path, name, tests, options)
 
-        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            graded = list(pool.map(one, collected.submissions))
-        if not single:
-            write_class_files(out, graded, maxima, args)
+            if slice_of_class:
+                index, count = slice_of_class
+                submissions = shard(submissions, index, count)
+                write_manifest(out, index, count, [name for name, _ in submissions])
+            settings = {"suite": suite_digest(), "engine": args.engine, "options": vars(options),
+                        "public_only": args.public_only}
+            graded = grade_class(submissions, tests, options, out, maxima, grade_or_reject, settings,
+                                 jobs=args.jobs)
+            if not args.shard:  # a shard's class files come from `merge`
+                write_class_files(out, graded, maxima, args)
+            where = out
         print(results_io.score_table(graded, maxima))
-        where = args.results if (single and args.results) else (out / "results.json" if single else out)
         print(f"\n{len(graded)} submission(s) graded in {time.monotonic() - started:.1f}s; results in {where}")
         return 0
     finally:
         collected.cleanup()
+
+
+def merge_command(args):
+    """Combine the OUT folders of `grade --shard i/N` runs into one class: results, grades.csv, LMS files."""
+    try:
+        found, problems = read_shards(args.shards)
+    except (ValueError, OSError) as error:
+        raise UsageError(str(error)) from None
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    out = Path(args.out)
+    for name, (path, _) in found.items():
+        target = out / "results" / f"{name}.json"
+        if path.resolve() != target.resolve():
+            results_io.write_atomic(target, path.read_text(encoding="utf-8"))
+    graded = [result for _, result in found.values()]
+    maxima = max_points(discover())
+    write_class_files(out, graded, maxima, args)
+    print(results_io.score_table(graded, maxima))
+    print(f"\nmerged {len(args.shards)} shard(s), {len(graded)} submission(s), into {out}")
+    return 0
 
 
 def write_class_files(out, graded, maxima, args):
@@ -134,6 +182,16 @@ def main(argv=None):
     grade.add_argument("--roster", type=roster_argument, default=None,
                        help="class list CSV (a Canvas gradebook export, a Moodle or plain roster): also write "
                             "OUT/canvas_grades.csv and OUT/moodle_grades.csv, empty for students who did not submit")
+    grade.add_argument("--submission-time-limit", type=float, default=120.0,
+                       help="seconds for all steps of one submission (default 120)")
+    grade.add_argument("--shard", default=None, help="i/N: grade only the i-th of N slices of the class")
+    grade.add_argument("--engine", choices=("kit", "otter"), default="kit",
+                       help="kit: the sandboxed grader (default); otter: `otter run` with dist/otter's zip")
+    merge = commands.add_parser("merge", help="combine the OUT folders of sharded runs into one class")
+    merge.add_argument("shards", nargs="+", help="the OUT folders of the `grade --shard i/N` runs")
+    merge.add_argument("--out", default="out", help="folder for the merged results (default: out)")
+    merge.add_argument("--roster", type=roster_argument, default=None,
+                       help="class list CSV: also write the Canvas and Moodle import files for the whole class")
     cohort = commands.add_parser("report", help="write OUT/report.html (the cohort report) from OUT/results")
     cohort.add_argument("--out", default="out", help="the graded class folder (default: out)")
     cohort.add_argument("--pages", action="store_true", help="also rewrite the feedback pages OUT/feedback/*.html")
@@ -144,8 +202,8 @@ def main(argv=None):
     publish.add_argument("parts", nargs="*", help="only these parts (student, otter, gradescope, nbgrader)")
     args = parser.parse_args(argv)
     try:
-        commands_by_name = {"grade": grade_command, "generate": generate_command, "publish": publish_command,
-                            "report": report_command}
+        commands_by_name = {"grade": grade_command, "merge": merge_command, "generate": generate_command,
+                            "publish": publish_command, "report": report_command}
         return commands_by_name[args.command](args)
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -51,6 +51,8 @@ class SubmissionResult:
     tests: list = field(default_factory=list)
     problems: list = field(default_factory=list)
     seconds: float = 0.0
+    fingerprint: str = ""  # what was graded, with what (see bulk.fingerprint): unchanged means no regrade
+    text: str = ""  # its results.json as written or read by a class run
 
     @property
     def score(self):
@@ -149,15 +151,20 @@ def check_readable(path):
         return f"{path}: cannot be read ({error.strerror})"
 
 
+def zero_result(name, path, tests, why):
+    """Zero on every test, with `why` as the message: for a file that cannot be graded at all."""
+    result = SubmissionResult(name, str(path or ""), problems=[why])
+    result.tests = [TestResult(t.name, t.step, 0.0, t.points, why, t.visibility) for t in tests]
+    return result
+
+
 def grade_submission(path, name, tests, options):
     """Grade one file against all steps, within the per-step and per-submission time limits."""
     started = time.monotonic()
     result = SubmissionResult(name, str(path))
     unreadable = check_readable(path)
     if unreadable:
-        result.problems.append(unreadable)
-        result.tests = [TestResult(t.name, t.step, 0.0, t.points, unreadable, t.visibility) for t in tests]
-        return result
+        return zero_result(name, path, tests, unreadable)
     sandbox = Sandbox(path, options)
     try:
         for step in STEPS:

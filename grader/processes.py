@@ -11,9 +11,11 @@ A worker runs in its own process group, but student code can leave it
 """
 
 import ctypes
+import fcntl
 import os
 import signal
 import threading
+from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
 UID_BASE = 61000  # far above the uids distributions hand out to people and daemons
@@ -83,19 +85,43 @@ def kill_until_gone(select, rounds=50):
 
 
 class UidPool:
-    """Distinct unprivileged uids for workers that run at the same time."""
+    """Unprivileged uids for workers, each held by one worker at a time machine-wide.
 
-    def __init__(self, base=UID_BASE, size=256):
-        self.free = list(range(base, base + size))
+    Several graders may run on one machine (shards, parallel test runs), and a
+    worker's close kills every process of its uid: so a uid is reserved with an
+    exclusive lock on a file in a root-only folder, held until given back (a
+    killed grader releases its locks with its file descriptors), and a uid that
+    still has live processes is never handed out."""
+
+    LOCKS = Path("/run/lock/attention-grader-uids")
+
+    def __init__(self, base=UID_BASE, size=512):
+        self.uids = range(base, base + size)
+        self.held = {}  # uid -> open lock file
         self.lock = threading.Lock()
 
     def take(self):
+        self.LOCKS.mkdir(mode=0o700, parents=True, exist_ok=True)
         with self.lock:
-            return self.free.pop(0)
+            busy = {uid for _, uid in live_processes().values()}
+            for uid in self.uids:
+                if uid in self.held or uid in busy:
+                    continue
+                handle = open(self.LOCKS / str(uid), "a")
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    handle.close()
+                    continue
+                self.held[uid] = handle
+                return uid
+        raise RuntimeError(f"all {len(self.uids)} worker uids are in use; grade with fewer jobs")
 
     def give_back(self, uid):
         with self.lock:
-            self.free.insert(0, uid)
+            handle = self.held.pop(uid, None)
+        if handle is not None:
+            handle.close()  # closing releases the lock
 
 
 def running_as_root():

@@ -34,6 +34,10 @@ class StudentError(AssertionError):
             message = f"{what} raised {text['type'] or 'an error'}: {text['message']}"
             if text["location"]:
                 message += f"\n  at {text['location']}"
+            if "same device" in text["message"] or "device type" in text["message"]:
+                message += ("\n  The grader moved your module and its inputs to the GPU with .to(device); a tensor "
+                            "your module keeps as a plain attribute (self.mask = ...) stays on the CPU. Register it "
+                            "with self.register_buffer(...), and create new tensors with device=x.device.")
         super().__init__(message)
 
 

@@ -16,6 +16,8 @@ import multiprocessing
 import os
 import resource
 import signal
+import stat
+import sys
 import threading
 import time
 from pathlib import Path
@@ -33,6 +35,7 @@ _CONTEXT = None
 _LIVE_WORKERS = set()  # pids of workers the judge is using; guarded by _START_LOCK
 _START_LOCK = threading.Lock()
 UIDS = processes.UidPool()
+_PREPARED = False
 # What student code must not read when it runs under its own uid: hidden tests and
 # the bug catalogue, the solutions, and the sample class (which holds correct files).
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,12 +92,33 @@ def resident_bytes(pid):
     return 0
 
 
-def protect_secrets():
-    """Make the secret folders private to their owner (the judge, root): no other uid can enter them."""
-    for name in SECRET_FOLDERS:
-        folder = ROOT / name
-        if folder.is_dir() and folder.stat().st_mode & 0o077:
-            folder.chmod(0o700)
+def prepare_isolation():
+    """Once per judge, before the first worker runs under its own uid (the judge is root).
+
+    Secrets become private to root. The interpreter must stay reachable: when
+    Python lives in a folder other users cannot enter (/root/.pyenv), a worker
+    could not import the standard library modules it had not loaded yet, so the
+    folders on the way get traverse-only permission (o+x: enter, not list), and
+    the judge says so."""
+    global _PREPARED
+    with _START_LOCK:
+        if _PREPARED:
+            return
+        for name in SECRET_FOLDERS:
+            folder = ROOT / name
+            if folder.is_dir() and folder.stat().st_mode & 0o077:
+                folder.chmod(0o700)
+        opened = []
+        for place in {sys.base_prefix, sys.prefix, os.path.dirname(torch.__file__), str(ROOT)}:
+            for folder in [Path(place), *Path(place).parents]:
+                mode = folder.stat().st_mode
+                if not mode & stat.S_IXOTH:
+                    folder.chmod(mode | stat.S_IXOTH)
+                    opened.append(str(folder))
+        if opened:
+            print(f"note: student code runs under its own uid and must reach Python; gave other users "
+                  f"traverse-only access (o+x) to {', '.join(sorted(opened))}", file=sys.stderr)
+        _PREPARED = True
 
 
 def _confine(device, memory_limit, cpu_seconds, uid):
@@ -111,7 +135,9 @@ def _confine(device, memory_limit, cpu_seconds, uid):
         limit = _virtual_memory_bytes() + memory_limit
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024 * 1024, 16 * 1024 * 1024))
+    # Student code has no file to write: writes fail (EFBIG) instead of forging results files.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
     devnull = os.open(os.devnull, os.O_RDWR)
     for stream in (0, 1, 2):
@@ -162,7 +188,7 @@ class WorkerTransport:
         self.memory_limit = memory_limit
         self.uid = None
         if processes.running_as_root() if isolate_user is None else isolate_user:
-            protect_secrets()
+            prepare_isolation()
             self.uid = UIDS.take()
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self.process = ctx.Process(
@@ -178,8 +204,10 @@ class WorkerTransport:
         child_conn.close()
         self.baseline = resident_bytes(self.process.pid)
         hello = self._receive("loading your file")
-        self.fatal = hello.get("fatal")
-        self.problems = list(hello.get("problems") or [])
+        # The report comes from the student's process (json may be patched there): bounded, cleaned.
+        fatal, problems = hello.get("fatal"), hello.get("problems")
+        self.fatal = wire.clean_text(str(fatal), 600) if fatal else None
+        self.problems = [wire.clean_text(str(p), 600) for p in (problems if isinstance(problems, list) else [])[:21]]
 
     def begin_step(self, seconds):
         self.time_limit = seconds

@@ -21,6 +21,7 @@ def pytest_configure(config):
     for key in STEP_KEYS:
         config.addinivalue_line("markers", f"{key}: tests of the {key} step")
     config.addinivalue_line("markers", "kit: the kit's own tests")
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped where there is none")
 
 
 def pytest_collection_modifyitems(items):

@@ -7,7 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from .steps import STEP_KEYS
+from . import feedback
+from .steps import STEP_KEYS, step_of_test_name
 
 
 def gradescope_json(result, maxima):
@@ -15,7 +16,7 @@ def gradescope_json(result, maxima):
     output = ""
     if result.problems:
         output = "Problems found while loading your file:\n" + "\n".join(f"- {p}" for p in result.problems)
-    return {
+    data = {
         "score": round(result.score, 4),
         "output": output,
         "tests": [
@@ -28,8 +29,11 @@ def gradescope_json(result, maxima):
             "steps": {key: round(value, 4) for key, value in result.step_scores().items()},
             "max_steps": maxima,
             "seconds": round(result.seconds, 3),
+            "problems": list(result.problems),
+            "fingerprint": result.fingerprint,
         },
     }
+    return feedback.finish(data, result.tests, result.problems)
 
 
 def write_atomic(path, text):
@@ -46,8 +50,30 @@ def write_atomic(path, text):
         raise
 
 
+def results_text(result, maxima):
+    return json.dumps(gradescope_json(result, maxima), indent=2, ensure_ascii=False) + "\n"
+
+
 def write_results_json(result, maxima, path):
-    write_atomic(path, json.dumps(gradescope_json(result, maxima), indent=2, ensure_ascii=False) + "\n")
+    write_atomic(path, results_text(result, maxima))
+
+
+def read_results_json(path):
+    """A SubmissionResult back from a results.json this grader wrote (to resume or merge runs)."""
+    from .judge import SubmissionResult, TestResult
+
+    text = Path(path).read_text(encoding="utf-8")
+    data = json.loads(text)
+    extra = data.get("extra_data") or {}
+    result = SubmissionResult(extra.get("submission") or Path(path).stem, "")
+    result.tests = [TestResult(t["name"], step_of_test_name(t["name"]), float(t["score"]), float(t["max_score"]),
+                               t.get("output", ""), t.get("visibility", "visible"), t.get("extra_data") or {})
+                    for t in data["tests"]]
+    result.problems = list(extra.get("problems") or [])
+    result.seconds = float(extra.get("seconds") or 0.0)
+    result.fingerprint = extra.get("fingerprint") or ""
+    result.text = text  # exactly what was on disk, to restore it byte for byte
+    return result
 
 
 def grades_csv(results):

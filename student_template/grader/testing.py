@@ -160,7 +160,7 @@ def expect_close(actual, expected, what, device="cpu", advice="", suspects=None,
     """
     atol, rtol = tolerance(device)
     suspects = suspects or {}
-    actual = expect_tensor(actual, what)
+    actual = expect_tensor(actual, what, device=device)
     if tuple(actual.shape) != tuple(expected.shape):
         cause, _ = match_suspect(actual, None, suspects, atol, rtol)
         message = f"{what} has shape {tuple(actual.shape)}, expected {tuple(expected.shape)}"

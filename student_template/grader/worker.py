@@ -1,28 +1,61 @@
-"""A sandboxed process that runs one student's code for one step.
+"""A sandboxed process that runs one student's code, one step after another.
 
 Workers are forked from a warm fork server that has imported torch but never
 touched student code, so a worker starts in milliseconds. Each worker:
-starts its own process group (so the judge can kill everything it spawned),
-caps its memory, silences stdout/stderr (prints cannot reach the protocol),
-loads the submission's definitions and then answers requests until told to
-stop or killed. Nothing here judges: the judge only reads plain data back.
+starts its own process group, becomes a child subreaper (see `processes`),
+reads the submission, drops to an unprivileged uid of its own when the judge
+runs as root (so it can read neither the hidden tests nor the solutions and
+cannot write results), caps its memory, silences stdout/stderr (prints cannot
+reach the protocol), loads the submission's definitions and then answers
+requests until told to stop or killed. Nothing here judges: the judge only
+reads plain data back. CUDA is first touched inside the worker, never in the
+fork server, so GPU grading works with forked workers.
 """
 
 import multiprocessing
 import os
 import resource
 import signal
+import stat
+import sys
+import threading
 import time
+from pathlib import Path
 
 import torch  # noqa: F401 - preloaded in the fork server so workers start warm
 
-from . import wire
-from .loader import SubmissionError, load_definitions
+from . import processes, wire
+from .loader import SubmissionError, load_definitions, read_chunks
 from .session import Session
 from .student import StudentUnavailable
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+WATCH_INTERVAL = 0.1  # seconds between memory checks while waiting for an answer
 _CONTEXT = None
+_LIVE_WORKERS = set()  # pids of workers the judge is using; guarded by _START_LOCK
+_START_LOCK = threading.Lock()
+UIDS = processes.UidPool()
+_PREPARED = False
+# What student code must not read when it runs under its own uid: hidden tests and
+# the bug catalogue, the solutions, and the sample class (which holds correct files).
+ROOT = Path(__file__).resolve().parent.parent
+SECRET_FOLDERS = ("tests", "solutions", "samples")
+
+
+def warm_up():
+    """Run each kind of op the steps use once, so that torch's lazy initialisation
+    (kernel dispatch tables, allocator, RNG) is paid once in the fork server
+    instead of in every forked worker."""
+    torch.set_num_threads(1)
+    with torch.no_grad():
+        torch.manual_seed(0)
+        linear = torch.nn.Linear(3, 2, bias=True)
+        x = torch.rand(2, 4, 3)
+        scores = linear(x) @ linear(x).transpose(1, 2)
+        mask = torch.triu(torch.ones(4, 4), diagonal=1).bool()
+        scores = scores.masked_fill(mask, -torch.inf) / 2**0.5
+        weights = torch.nn.functional.dropout(torch.softmax(scores, dim=-1), 0.5, training=True)
+        (weights @ x).view(2, 4, 3).contiguous().reshape(8, 3).sum().item()
 
 
 def context():
@@ -30,8 +63,14 @@ def context():
     global _CONTEXT
     if _CONTEXT is None:
         _CONTEXT = multiprocessing.get_context("forkserver")
-        _CONTEXT.set_forkserver_preload(["grader.worker"])
+        _CONTEXT.set_forkserver_preload(["grader.forkserver"])
     return _CONTEXT
+
+
+def _fork_server_pid():
+    from multiprocessing import forkserver
+
+    return getattr(forkserver._forkserver, "_forkserver_pid", None)
 
 
 def _virtual_memory_bytes():
@@ -42,31 +81,85 @@ def _virtual_memory_bytes():
     return 0
 
 
-def _confine(memory_limit, cpu_seconds):
+def resident_bytes(pid):
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def prepare_isolation():
+    """Once per judge, before the first worker runs under its own uid (the judge is root).
+
+    Secrets become private to root. The interpreter must stay reachable: when
+    Python lives in a folder other users cannot enter (/root/.pyenv), a worker
+    could not import the standard library modules it had not loaded yet, so the
+    folders on the way get traverse-only permission (o+x: enter, not list), and
+    the judge says so."""
+    global _PREPARED
+    with _START_LOCK:
+        if _PREPARED:
+            return
+        for name in SECRET_FOLDERS:
+            folder = ROOT / name
+            if folder.is_dir() and folder.stat().st_mode & 0o077:
+                folder.chmod(0o700)
+        opened = []
+        for place in {sys.base_prefix, sys.prefix, os.path.dirname(torch.__file__), str(ROOT)}:
+            for folder in [Path(place), *Path(place).parents]:
+                mode = folder.stat().st_mode
+                if not mode & stat.S_IXOTH:
+                    folder.chmod(mode | stat.S_IXOTH)
+                    opened.append(str(folder))
+        if opened:
+            print(f"note: student code runs under its own uid and must reach Python; gave other users "
+                  f"traverse-only access (o+x) to {', '.join(sorted(opened))}", file=sys.stderr)
+        _PREPARED = True
+
+
+def _confine(device, memory_limit, cpu_seconds, uid):
     os.setsid()
-    # The cap counts memory beyond what the warm process already maps (torch's libraries).
-    limit = _virtual_memory_bytes() + memory_limit
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    processes.become_subreaper()
+    if uid is not None:
+        os.chdir("/")
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    if not device.startswith("cuda"):
+        # The cap counts memory beyond what the warm process already maps (torch's libraries).
+        # CUDA reserves huge address ranges, so on GPUs the judge watches resident memory instead.
+        limit = _virtual_memory_bytes() + memory_limit
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024 * 1024, 16 * 1024 * 1024))
+    # Student code has no file to write: writes fail (EFBIG) instead of forging results files.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
     devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
+    for stream in (0, 1, 2):
+        os.dup2(devnull, stream)
     os.close(devnull)
     torch.set_num_threads(1)
 
 
-def worker_main(conn, path, device, memory_limit, cpu_seconds):
+def worker_main(conn, path, device, memory_limit, cpu_seconds, uid):
     """Entry point of a worker process (runs in the child)."""
     send, receive, dumps, loads = conn.send_bytes, conn.recv_bytes, wire.dumps, wire.loads
-    _confine(memory_limit, cpu_seconds)
+    try:
+        chunks = read_chunks(path)  # read while still privileged: the file may be in a private folder
+    except SubmissionError as error:
+        send(dumps({"ok": False, "fatal": str(error)}))
+        return
+    _confine(device, memory_limit, cpu_seconds, uid)
     try:
         if device.startswith("cuda"):
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
-        loaded = load_definitions(path)
+        loaded = load_definitions(path, chunks=chunks)
     except SubmissionError as error:
         send(dumps({"ok": False, "fatal": str(error)}))
         return
@@ -83,24 +176,42 @@ def worker_main(conn, path, device, memory_limit, cpu_seconds):
 
 
 class WorkerTransport:
-    """Judge-side handle on one worker; enforces the time budget on every answer."""
+    """Judge-side handle on one worker; enforces the time and memory budgets on every answer.
 
-    def __init__(self, path, device="cpu", time_limit=10.0, memory_limit=2 << 30):
+    `begin_step(seconds)` gives the next step its own time budget; a worker that
+    dies or runs out of time raises StudentUnavailable and stays dead."""
+
+    def __init__(self, path, device="cpu", time_limit=10.0, memory_limit=2 << 30, cpu_seconds=None,
+                 isolate_user=None):
         ctx = context()
         self.time_limit = time_limit
+        self.memory_limit = memory_limit
+        self.uid = None
+        if processes.running_as_root() if isolate_user is None else isolate_user:
+            prepare_isolation()
+            self.uid = UIDS.take()
         self.conn, child_conn = ctx.Pipe(duplex=True)
         self.process = ctx.Process(
             target=worker_main,
-            args=(child_conn, str(path), device, int(memory_limit), int(time_limit) + 2),
+            args=(child_conn, str(path), device, int(memory_limit), int(cpu_seconds or time_limit + 2), self.uid),
             daemon=True,
         )
-        self.deadline = time.monotonic() + time_limit
         self.dead = None
-        self.process.start()
+        with _START_LOCK:  # a sweep must never mistake a worker being started for a leftover
+            self.process.start()  # the first start also starts the fork server: not the student's time
+            _LIVE_WORKERS.add(self.process.pid)
+        self.deadline = time.monotonic() + time_limit
         child_conn.close()
+        self.baseline = resident_bytes(self.process.pid)
         hello = self._receive("loading your file")
-        self.fatal = hello.get("fatal")
-        self.problems = list(hello.get("problems") or [])
+        # The report comes from the student's process (json may be patched there): bounded, cleaned.
+        fatal, problems = hello.get("fatal"), hello.get("problems")
+        self.fatal = wire.clean_text(str(fatal), 600) if fatal else None
+        self.problems = [wire.clean_text(str(p), 600) for p in (problems if isinstance(problems, list) else [])[:21]]
+
+    def begin_step(self, seconds):
+        self.time_limit = seconds
+        self.deadline = time.monotonic() + seconds
 
     def send(self, request):
         if self.dead:
@@ -111,13 +222,21 @@ class WorkerTransport:
             self._fail("sending a request")
         return self._receive(request.get("name") or request.get("op"))
 
+    def _wait(self, doing):
+        """Wait for an answer within the deadline, watching the worker's resident memory."""
+        while True:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                self._stop(f"time limit: this step ran past its {self.time_limit:g} s budget while {doing} "
+                           "(an infinite loop, or work that grows too fast?)")
+            if self.conn.poll(min(remaining, WATCH_INTERVAL)):
+                return
+            if resident_bytes(self.process.pid) - self.baseline > self.memory_limit:
+                self._stop(f"memory limit: your code used more than {self.memory_limit / 2**30:.3g} GiB while "
+                           f"{doing} (a tensor far larger than the inputs?)")
+
     def _receive(self, doing):
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0 or not self.conn.poll(remaining):
-            self.close()
-            self.dead = (f"time limit: this step ran past its {self.time_limit:g} s budget while {doing} "
-                         "(an infinite loop, or work that grows too fast?)")
-            raise StudentUnavailable(self.dead)
+        self._wait(doing)
         try:
             raw = self.conn.recv_bytes(MAX_MESSAGE_BYTES)
             answer = wire.loads(raw)
@@ -127,14 +246,16 @@ class WorkerTransport:
         except (EOFError, OSError):
             self._fail(doing)
         except ValueError:
-            self.close()
-            self.dead = "your code wrote garbage to the grader's channel; the step was stopped"
-            raise StudentUnavailable(self.dead) from None
+            self._stop("your code wrote garbage to the grader's channel; the step was stopped")
+
+    def _stop(self, reason):
+        self.close()
+        self.dead = reason
+        raise StudentUnavailable(reason)
 
     def _fail(self, doing):
         self.process.join(1.0)
         code = self.process.exitcode
-        self.close()
         if code is not None and code < 0:
             name = signal.Signals(-code).name if -code in signal.Signals.__members__.values() else str(-code)
             reason = f"crashed (signal {name}) while {doing}"
@@ -142,21 +263,44 @@ class WorkerTransport:
                 reason = f"used more than its CPU-time budget while {doing}"
         else:
             reason = f"exited (exit code {code}) while {doing}: remove sys.exit/os._exit/quit from your code"
-        self.dead = "your code's process " + reason
-        raise StudentUnavailable(self.dead)
+        self._stop("your code's process " + reason)
 
     def close(self):
-        """Stop the worker and everything it started (its whole process group)."""
-        if self.process.pid is None:
+        """Stop the worker and every process it started, wherever they went; idempotent."""
+        pid = self.process.pid
+        if pid is None or pid not in _LIVE_WORKERS:
             return
         try:
             if self.process.exitcode is None and not self.dead:
                 self.conn.send_bytes(wire.dumps({"op": "stop"}))
         except OSError:
             pass
+        if self.uid is not None:
+            # Everything running under this worker's uid is the student's, whatever it did.
+            processes.kill_until_gone(lambda table: [p for p, (_, uid) in table.items() if uid == self.uid])
+        else:
+            # Kill the tree while the worker (a subreaper) still holds its orphans, then the worker.
+            processes.kill_until_gone(lambda table: processes.descendants(pid, table))
         try:
-            os.killpg(self.process.pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        processes.kill([pid])
         self.process.join(2.0)
+        with _START_LOCK:
+            _LIVE_WORKERS.discard(pid)
+            sweep_fork_server()
         self.conn.close()
+        if self.uid is not None:
+            UIDS.give_back(self.uid)
+
+
+def sweep_fork_server():
+    """Kill the fork server's children that are not live workers: leftovers re-parented to it."""
+    server = _fork_server_pid()
+    if server is None:
+        return
+    processes.kill_until_gone(
+        lambda table: [p for p, (parent, _) in table.items() if parent == server and p not in _LIVE_WORKERS])
+
+

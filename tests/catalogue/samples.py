@@ -44,3 +44,17 @@ def sample_class(clean, stub, code_sections, notebook):
         "radia_perlman.py": mutate(clean, "projection_key_drawn_first", "scaling_divide_by_dk"),
         "katherine_johnson.ipynb": notebook(code_sections(unfinished)),
     }
+
+
+def synthetic_class(clean, count):
+    """`count` submissions for benchmarks and resume tests: one in four correct (the clean
+    solution or a variant), the rest one catalogue bug each, in a fixed order."""
+    correct = [clean, *(variant.apply(clean) for variant in VARIANTS)]
+    files = {}
+    for index in range(count):
+        if index % 4 == 0:
+            source = correct[index // 4 % len(correct)]
+        else:
+            source = BUGS[(index - index // 4 - 1) % len(BUGS)].apply(clean)
+        files[f"student_{index:03d}.py"] = source
+    return files

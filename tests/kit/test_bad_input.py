@@ -334,8 +334,6 @@ def test_students_whose_only_file_cannot_be_unpacked_are_listed(tmp_path, clean)
         collected.cleanup()
 
 
-@pytest.mark.xfail(strict=True, reason="lead: grade_command must turn collect(...).rejected into zero results "
-                                       "(a results file and a grades.csv row each, the reason as the output)")
 def test_students_whose_only_file_cannot_be_unpacked_get_a_zero_row(zip_run):
     for name in ("bomb", "carol", "dave", "liar"):
         assert zip_run.grades[name][-1] == "0"

@@ -503,9 +503,6 @@ def test_strings_and_values_built_to_break_the_judge_become_messages(graded, max
     assert "projection" in outputs and "dropout" in outputs
 
 
-@pytest.mark.xfail(strict=True, reason="lead: the worker's load report is student-controlled (json.dumps can be "
-                                       "patched); keep at most loader.MAX_PROBLEMS + 1 of its problems, each cut "
-                                       "with wire.clean_text(str(p), 600), where WorkerTransport reads the hello")
 def test_a_forged_load_report_stays_short(graded):
     problems = graded["hostile_forged_load_report"].problems
     assert len(problems) <= 21 and all(len(problem) <= 600 for problem in problems), len(problems)
@@ -587,10 +584,6 @@ _forged_at_load = _forge()
 """
 
 
-@pytest.mark.xfail(not RUNNING_AS_ROOT, strict=False,
-                   reason="a same-user worker can rewrite the results files of submissions graded before it; "
-                          "needs the worker to give up file writes (RLIMIT_FSIZE=0) or the CLI to rewrite every "
-                          "results file from memory at the end")
 def test_forged_results_files_change_no_real_output(base, graded, tmp_path, shared):
     """`zed` writes forged results into the working folder, its own folder and every folder an
     environment variable names (the results folder among them), at load and in every step.
@@ -608,7 +601,9 @@ def test_forged_results_files_change_no_real_output(base, graded, tmp_path, shar
     done = subprocess.run([sys.executable, "-m", "grader", "grade", str(roster), "--out", str(out), "--jobs", "1"],
                           cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert (shared / "results.json").read_text().startswith('{"score": 100.0'), "the forger never ran"
+    # The forger ran (it opened the file) but could write nothing: workers have a zero file-size limit.
+    assert (shared / "results.json").exists(), "the forger never ran"
+    assert not (shared / "results.json").read_text().startswith('{"score": 100.0')
     honest = scores_by_test(graded["hostile_base"])
     for name in ("alice", "zed"):
         data = json.loads((out / "results" / f"{name}.json").read_text())

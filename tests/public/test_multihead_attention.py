@@ -31,8 +31,8 @@ def test_rejects_bad_split(student):
     try:
         student.build("MultiHeadAttention", 5, 6, 8, 0.0, 4, seed=0)
     except StudentError as error:
-        if error.not_implemented:
-            raise
+        if error.not_implemented or error.info.get("missing_name"):
+            raise  # no class to judge yet: an error for the wrong reason earns nothing
         return
     raise AssertionError("MultiHeadAttention(d_in=5, d_out=6, ..., num_heads=4) should raise an error: "
                          "6 features cannot be split into 4 equal heads")

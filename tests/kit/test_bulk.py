@@ -1,0 +1,116 @@
+"""Class runs through the real CLI: kill -9 and rerun, changed files, shards and merge, progress lines."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from samples import synthetic_class
+
+from grader.steps import STEP_KEYS
+from grader.suite import ROOT
+
+COUNT = 16
+
+
+def cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "grader", *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def classroom(tmp_path_factory, clean):
+    folder = tmp_path_factory.mktemp("class")
+    for name, text in synthetic_class(clean, COUNT).items():
+        (folder / name).write_text(text)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(classroom, tmp_path_factory):
+    out = tmp_path_factory.mktemp("whole")
+    done = cli("grade", classroom, "--out", out)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def results_in(out):
+    return sorted((out / "results").glob("*.json"))
+
+
+def test_progress_is_plain_lines_off_a_terminal(uninterrupted):
+    grades = list(csv.DictReader((uninterrupted / "grades.csv").open()))
+    assert len(grades) == COUNT and list(grades[0]) == ["submission", *STEP_KEYS, "total"]
+    assert {float(row["total"]) for row in grades} - {100.0}, "the class mixes bugs with correct files"
+
+
+def test_kill_9_midway_then_rerun_gives_the_same_grades(classroom, uninterrupted, tmp_path):
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(classroom), "--out", str(out)],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + 300
+    while len(results_in(out)) < 4 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    kept = {path.name: path.stat().st_mtime_ns for path in results_in(out)}
+    assert 4 <= len(kept) < COUNT, "the run was not killed midway: nothing to resume"
+    assert not (out / "grades.csv").exists()
+
+    done = cli("grade", classroom, "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert f"resuming: {len(kept)} of {COUNT} already graded and unchanged" in done.stderr
+    assert (out / "grades.csv").read_text() == (uninterrupted / "grades.csv").read_text()
+    for path in results_in(out):  # what was graded before the kill was reused, not regraded
+        if path.name in kept:
+            assert path.stat().st_mtime_ns == kept[path.name], f"{path.name} was graded twice"
+    assert len(results_in(out)) == COUNT
+    assert not list((out / "results").glob(".*")), "a half-written temporary file was left behind"
+
+
+def test_a_changed_submission_is_regraded(classroom, uninterrupted, tmp_path):
+    out = tmp_path / "out"
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for path in classroom.iterdir():
+        (folder / path.name).write_text(path.read_text())
+    assert cli("grade", folder, "--out", out).returncode == 0
+    changed = folder / "student_000.py"  # a correct file; make it a stub-less syntax error
+    changed.write_text(changed.read_text().replace("def project(", "def project(:", 1))
+    done = cli("grade", folder, "--out", out)
+    assert f"resuming: {COUNT - 1} of {COUNT}" in done.stderr
+    rows = {row["submission"]: row for row in csv.DictReader((out / "grades.csv").open())}
+    assert float(rows["student_000"]["total"]) < 100
+
+
+def test_shards_partition_the_class_and_merge_to_the_whole(classroom, uninterrupted, tmp_path):
+    folders = []
+    for index in (1, 2, 3):
+        out = tmp_path / f"shard-{index}"
+        done = cli("grade", classroom, "--out", out, "--shard", f"{index}/3")
+        assert done.returncode == 0, done.stderr
+        folders.append(out)
+    names = [{path.stem for path in results_in(out)} for out in folders]
+    assert sum(map(len, names)) == COUNT and len(set().union(*names)) == COUNT
+    assert max(map(len, names)) - min(map(len, names)) <= 1
+    again = cli("grade", classroom, "--out", tmp_path / "again", "--shard", "2/3")
+    assert {path.stem for path in results_in(tmp_path / "again")} == names[1]  # deterministic slices
+    assert again.returncode == 0
+
+    merged = tmp_path / "merged"
+    done = cli("merge", *folders, "--out", merged)
+    assert done.returncode == 0, done.stderr
+    assert (merged / "grades.csv").read_text() == (uninterrupted / "grades.csv").read_text()
+
+    incomplete = cli("merge", folders[0], folders[2], "--out", tmp_path / "incomplete")
+    assert incomplete.returncode == 1 and "missing slice(s) 2/3" in incomplete.stderr
+    assert not (tmp_path / "incomplete" / "grades.csv").exists()
+
+
+def test_bad_shard_is_a_usage_error(classroom, tmp_path):
+    done = cli("grade", classroom, "--out", tmp_path, "--shard", "4/3")
+    assert done.returncode == 2 and "SHARD must look like i/N" in done.stderr
