@@ -8,9 +8,11 @@ globals. A failure raises `CheckFailed`, whose traceback is its teaching
 message only: no frame of the (possibly hidden) test module is ever shown.
 
 Public tests are found in `tests/public/` next to the notebook (they ship with
-the assignment). Hidden tests are not in the release: nbgrader runs them from
-`kit_hidden_tests/hidden/` in the course directory, found by walking up from
-the notebook's folder, or from `$KIT_HIDDEN_TESTS` (the folder holding `hidden/`).
+the assignment). Hidden tests (`kit.check(name, hidden=True)`) are not in the
+release: nbgrader runs them from `kit_hidden_tests/hidden/` in the course
+directory, found by walking up from the folder above the notebook's (the
+notebook's own folder holds what the student submitted), or from
+`$KIT_HIDDEN_TESTS` (the folder holding `hidden/`).
 """
 
 import contextlib
@@ -56,12 +58,12 @@ class NotebookModule:
         self._namespace[name] = value
 
 
-def hidden_tests_root(start=None):
+def hidden_tests_root(notebook_folder=None):
     """The folder holding `hidden/`, or None where the hidden tests are not installed."""
     if os.environ.get("KIT_HIDDEN_TESTS"):
         return Path(os.environ["KIT_HIDDEN_TESTS"])
-    start = Path(start or Path.cwd()).resolve()
-    for folder in (start, *start.parents):
+    # Not the notebook's own folder: a student could submit a `kit_hidden_tests/` of their own.
+    for folder in Path(notebook_folder or Path.cwd()).resolve().parents:
         if (folder / HIDDEN_FOLDER / "hidden").is_dir():
             return folder / HIDDEN_FOLDER
     return None
@@ -74,23 +76,19 @@ class NotebookChecks:
         self.device = device
         self._tests = {}
 
-    def _find(self, name):
-        if "public" not in self._tests:
-            self._tests["public"] = {t.name: t for t in discover(self.folder / "tests", kinds=("public",))}
-        if name in self._tests["public"]:
-            return self._tests["public"][name]
-        if "hidden" not in self._tests:
-            root = hidden_tests_root(self.folder)
+    def _find(self, name, kind):
+        if kind not in self._tests:
+            root = self.folder / "tests" if kind == "public" else hidden_tests_root(self.folder)
             if root is None:
                 raise CheckFailed(f"{name}: this is a hidden test; it only runs when the course grades your notebook")
-            self._tests["hidden"] = {t.name: t for t in discover(root, kinds=("hidden",))}
-        if name not in self._tests["hidden"]:
-            raise CheckFailed(f"{name}: no such test in this course's kit")
-        return self._tests["hidden"][name]
+            self._tests[kind] = {t.name: t for t in discover(root, kinds=(kind,))}
+        if name not in self._tests[kind]:
+            raise CheckFailed(f"{name}: no such {kind} test in this course's kit")
+        return self._tests[kind][name]
 
-    def check(self, name):
+    def check(self, name, hidden=False):
         """Run the kit test `name` on the notebook's definitions; raise CheckFailed if it fails."""
-        test = self._find(name)
+        test = self._find(name, "hidden" if hidden else "public")
         student = Student(InProcessTransport(Session(NotebookModule(self.namespace), self.device)), self.device)
         # Anything the student's code prints (warnings included) would reach stderr and zero the
         # cell in nbgrader, even when the answer is right: keep it out of the cell's output.

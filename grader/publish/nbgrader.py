@@ -15,6 +15,7 @@ Everything is generated from solutions/ and tests/:
   (kit_csv_export.py); then `nbgrader generate_assignment` is run, so release/ and gradebook.db exist.
 """
 
+import ast
 import json
 import os
 import re
@@ -110,7 +111,8 @@ def _markdown(source, cell_id):
 def check_cell(test):
     """One autograded test cell; a hidden test's call sits inside the hidden-test markers."""
     points = f"{test.points:g} point" + ("" if test.points == 1 else "s")
-    call = f"kit.check({json.dumps(test.name, ensure_ascii=False)})"
+    hidden = ", hidden=True" if test.kind == "hidden" else ""
+    call = f"kit.check({json.dumps(test.name, ensure_ascii=False)}{hidden})"
     if test.kind == "hidden":
         source = (f"# hidden test ({points}), run when your notebook is graded\n"
                   f"### BEGIN HIDDEN TESTS\n{call}\n### END HIDDEN TESTS")
@@ -143,13 +145,38 @@ def source_notebook(tests=None):
     return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
 
 
-def _copy_sources(pattern_folder, target, pattern="*.py"):
-    written = []
-    for path in sorted(Path(pattern_folder).glob(pattern)):
-        target.mkdir(parents=True, exist_ok=True)
+def _copy_sources(paths, target):
+    target.mkdir(parents=True, exist_ok=True)
+    for path in sorted(paths):
         shutil.copyfile(path, target / path.name)
-        written.append(target / path.name)
-    return written
+
+
+def grader_modules():
+    """The grader modules that kit.check and the kit's tests import, found from their import lines,
+    and no others: the release carries what the checks need, not the whole grading engine."""
+    folder = ROOT / "grader"
+
+    def imports(path):
+        """Names of the grader modules `path` imports: `from .x import` or `from grader.x import`."""
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level == 1:
+                yield from [node.module] if node.module else [alias.name for alias in node.names]
+            elif node.level == 0 and (node.module or "").startswith("grader."):
+                yield node.module.split(".")[1]
+
+    todo = ["notebook_checks"]
+    for kind in ("public", "hidden"):
+        for test in sorted((ROOT / "tests" / kind).glob("*.py")):
+            todo.extend(imports(test))
+    needed = {"__init__"}
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo.extend(imports(folder / f"{name}.py"))
+    return [folder / f"{name}.py" for name in sorted(needed)]
 
 
 def nbgrader(course, *args, timeout=600):
@@ -167,9 +194,9 @@ def build(dist):
     source = course / "source" / ASSIGNMENT
     source.mkdir(parents=True)
     (source / f"{ASSIGNMENT}.ipynb").write_text(source_notebook())
-    _copy_sources(ROOT / "grader", source / "grader")
-    _copy_sources(ROOT / "tests" / "public", source / "tests" / "public")
-    _copy_sources(ROOT / "tests" / "hidden", course / HIDDEN_FOLDER / "hidden")
+    _copy_sources(grader_modules(), source / "grader")
+    _copy_sources((ROOT / "tests" / "public").glob("*.py"), source / "tests" / "public")
+    _copy_sources((ROOT / "tests" / "hidden").glob("*.py"), course / HIDDEN_FOLDER / "hidden")
     (course / "nbgrader_config.py").write_text(CONFIG)
     shutil.copyfile(Path(__file__).with_name("nbgrader_export.py"), course / "kit_csv_export.py")
     try:

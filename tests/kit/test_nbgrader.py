@@ -81,7 +81,7 @@ def submissions(course, clean):
 
 
 @pytest.fixture(scope="module")
-def graded(course, submissions):
+def graded(course, submissions, suite):
     """Run the nbgrader pipeline once: import, submit, autograde, feedback, export."""
     roster = course / "students.csv"
     with open(roster, "w", newline="", encoding="utf-8") as stream:
@@ -95,6 +95,12 @@ def graded(course, submissions):
         folder.mkdir(parents=True)
         (folder / "attention.ipynb").write_text(text)
         (folder / "timestamp.txt").write_text("2029-12-31 12:00:00 UTC")
+    # The stub's author also submits hidden tests of their own that always pass: they must not be used.
+    planted = course / "submitted" / "stub" / "attention" / course_builder.HIDDEN_FOLDER / "hidden"
+    planted.mkdir(parents=True)
+    (planted / "test_planted.py").write_text("from grader.testing import graded\n" + "".join(
+        f"\n@graded({json.dumps(test.name)}, points={test.points})\ndef test_{index}(student):\n    pass\n"
+        for index, test in enumerate(suite) if test.kind == "hidden"))
     started = time.monotonic()
     course_builder.nbgrader(course, "autograde", "attention")
     seconds = time.monotonic() - started
@@ -132,12 +138,19 @@ def test_source_notebook_has_valid_nbgrader_cells(course, suite):
         assert meta["solution"] and not meta["grade"] and not meta["locked"]
     assert cells["kit-setup"]["metadata"]["nbgrader"]["locked"]
     assert "warnings.filterwarnings" in "".join(cells["kit-setup"]["source"])
-    # The release: stubs instead of solutions, hidden tests gone, public checks kept.
-    released = json.dumps(release)
+    # The release: stubs instead of solutions, hidden tests gone, public checks kept; the same for
+    # every file shipped next to the notebook (grader/, tests/public/).
     narrative = CHAPTER.read_text()  # the chapter may quote a call, e.g. `self.register_buffer(`
     solution_lines = {line.strip() for line in _solution_region_lines()
                       if len(line.strip()) > 12 and line.strip() not in narrative}
-    assert solution_lines and not [line for line in solution_lines if json.dumps(line)[1:-1] in released]
+    assert solution_lines
+    for path in (course / "release").rglob("*"):
+        if path.is_file():
+            text = path.read_text()
+            text = json.dumps(json.loads(text)) if path.suffix == ".ipynb" else text
+            leaked = [line for line in solution_lines if (json.dumps(line)[1:-1] if path.suffix == ".ipynb"
+                                                          else line) in text]
+            assert not leaked, f"{path.relative_to(course)} holds solution code: {leaked[:3]}"
     for test in suite:
         assert (json.dumps(test.name, ensure_ascii=False)[1:-1] in json.dumps(release, ensure_ascii=False)) \
             == (test.kind == "public"), test.name
@@ -189,7 +202,7 @@ def test_feedback_never_shows_hidden_tests(graded, suite):
     for student, text in pages.items():
         assert "BEGIN HIDDEN TESTS" not in text, student
         for test in suite:
-            call = f"kit.check({json.dumps(test.name, ensure_ascii=False)})"
+            call = f"kit.check({json.dumps(test.name, ensure_ascii=False)}"
             assert (call in text) == (test.kind == "public"), (student, test.name)
         leaked = [line for line in hidden_lines if line in text]
         assert not leaked, (student, leaked[:3])
