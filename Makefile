@@ -69,8 +69,9 @@ student: $(VENV)/.installed
 publish: $(VENV)/.installed
 	$(PY) -m grader publish --dist dist
 
+# Third-party pytest plugins (installed with jupyter/otter) only slow a student's check down.
 check: $(VENV)/.installed
-	SUBMISSION=$(or $(SUBMISSION),exercises/attention.py) $(PY) -m pytest tests/public -q $(if $(STEP),-m $(STEP))
+	SUBMISSION=$(or $(SUBMISSION),exercises/attention.py) PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PY) -m pytest tests/public -q $(if $(STEP),-m $(STEP))
 
 clean:
 	rm -rf $(OUT) .pytest_cache

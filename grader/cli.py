@@ -120,7 +120,8 @@ def write_class_files(out, graded, maxima, args):
 
         for note in lms.write_lms_files(out, graded, maxima, args.roster):
             print(f"note: {note}", file=sys.stderr)
-    feedback.write_pages(out)  # OUT/feedback/<name>.html, from OUT/results (so merges get them too)
+    # OUT/feedback/<name>.html, from OUT/results (so merges get them too)
+    feedback.write_pages(out, jobs=getattr(args, "jobs", 2))
     print(report.write_report(out))
 
 

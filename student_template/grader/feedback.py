@@ -330,18 +330,29 @@ def write_page_beside(results_path):
     return write_page(json.loads(path.read_text(encoding="utf-8")), path.with_name("feedback.html"))
 
 
-def write_pages(out, force=False):
+def write_pages(out, force=False, jobs=1):
     """OUT/feedback/<name>.html for every OUT/results/<name>.json, skipping pages newer than their
-    results (a resumed run redraws only what was regraded) unless `force`; returns how many were written."""
-    written = 0
+    results (a resumed run redraws only what was regraded) unless `force`; returns how many were written.
+
+    Drawing dominates (matplotlib, one figure per failing weights check), so a class is drawn by
+    `jobs` forked processes: each page is independent, and matplotlib is not thread-safe."""
+    todo = []
     for path in sorted((Path(out) / "results").glob("*.json")):
         page = Path(out) / "feedback" / f"{path.stem}.html"
-        if not force and page.is_file() and page.stat().st_mtime >= path.stat().st_mtime:
-            continue
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        write_page(data, page)
-        written += 1
-    return written
+        if force or not page.is_file() or page.stat().st_mtime < path.stat().st_mtime:
+            todo.append((path, page))
+    if jobs > 1 and len(todo) > 2 * jobs:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            return sum(pool.starmap(_write_page_from, todo, chunksize=4))
+    return sum(_write_page_from(path, page) for path, page in todo)
+
+
+def _write_page_from(path, page):
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    write_page(data, page)
+    return 1
