@@ -13,7 +13,6 @@ Usage: python bench/bench.py [--count 200] [--device cpu] [--jobs 2] [--no-otter
 """
 
 import argparse
-import csv
 import json
 import os
 import signal
@@ -21,13 +20,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "catalogue")]
 
+from grader import processes  # noqa: E402
 from grader.generate import clean_solution  # noqa: E402
 from samples import synthetic_class  # noqa: E402
 
@@ -47,21 +46,7 @@ def import_floor():
 
 def tree(root):
     """Pids of `root` and everything below it."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-                children.setdefault(parent, []).append(int(entry))
-            except (OSError, ValueError, IndexError):
-                pass
-    found, frontier = [root], [root]
-    while frontier:
-        for child in children.get(frontier.pop(), []):
-            found.append(child)
-            frontier.append(child)
-    return found
+    return [root, *processes.descendants(root, processes.live_processes())]
 
 
 def memory_of(pids):
