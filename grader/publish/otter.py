@@ -8,10 +8,10 @@ No test is written twice: the kit's test modules and `grader/` package travel
 inside the zip and run in Otter's kernel. Layout, as Otter unpacks it into the
 submission folder:
 
-  tests/<step>.py                    Otter's test files (otter generate puts them there)
-  tests/public/*.py                  the kit's public tests (Otter copies tests/ wholesale)
-  files/grader/*.py                  -> grader/, the kit's package (Otter's support files)
-  files/kit_hidden_tests/hidden/*.py -> kit_hidden_tests/hidden/, the hidden tests
+  tests/<step>.py      Otter's test files (otter generate puts them there)
+  tests/public/*.py    the kit's public and hidden tests: Otter replaces the whole tests/
+  tests/hidden/*.py    folder on every run, so a submission cannot bring its own
+  files/grader/*.py    -> grader/, the kit's package (Otter's support files)
 
 Python is pinned to 3.11 with `otter generate --python-version` (Otter's default
 is 3.13; a `python_version` key in otter_config.json is silently ignored) and
@@ -106,15 +106,15 @@ def build(dist):
         (staging / "otter_config.json").write_text(json.dumps(OTTER_CONFIG, indent=2) + "\n")
         (staging / "requirements.txt").write_text(requirements())
         _copy_sources(ROOT / "grader", staging / "grader")
-        _copy_sources(ROOT / "tests" / "hidden", staging / "kit_hidden_tests" / "hidden")
         command = [sys.executable, "-m", "otter", "generate", "--tests-dir", "tests", "--output-path", str(output),
                    "--config", "otter_config.json", "--requirements", "requirements.txt", "--no-environment",
-                   "--python-version", PYTHON_VERSION, "grader", "kit_hidden_tests"]
+                   "--python-version", PYTHON_VERSION, "grader"]
         done = subprocess.run(command, cwd=staging, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"otter generate failed ({done.returncode}):\n{done.stdout}{done.stderr}")
-    # `otter generate` zips tests/*.py only; the kit's public tests go beside them, in tests/public/.
+    # `otter generate` zips tests/*.py only; the kit's tests go beside them, in tests/public and tests/hidden.
     with zipfile.ZipFile(output, "a", compression=zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted((ROOT / "tests" / "public").glob("*.py")):
-            archive.write(path, f"tests/public/{path.name}")
+        for kind in ("public", "hidden"):
+            for path in sorted((ROOT / "tests" / kind).glob("*.py")):
+                archive.write(path, f"tests/{kind}/{path.name}")
     return [output]

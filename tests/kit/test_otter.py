@@ -55,7 +55,8 @@ def test_zip_is_an_otter_autograder_for_python_3_11_and_cpu_torch(autograder):
     assert {"run_autograder", "setup.sh", "run_otter.py", "otter_config.json"} <= names
     assert {f"tests/{key}.py" for key in STEP_KEYS} == {n for n in names if n.count("/") == 1 and n.startswith("tests/")}
     assert "files/grader/otter_check.py" in names and "files/grader/notebook_checks.py" in names
-    assert "tests/public/test_masking.py" in names and "files/kit_hidden_tests/hidden/test_masking_hidden.py" in names
+    assert "tests/public/test_masking.py" in names and "tests/hidden/test_masking_hidden.py" in names
+    assert "tests/hidden/oracle.py" in names and "tests/public/chapter_data.py" in names
     assert config["lang"] == "python"
     assert "python=3.11" in environment["dependencies"]
     pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
