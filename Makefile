@@ -18,7 +18,7 @@ SUBMISSION ?=
 RESULTS ?=
 STEP ?=
 DEVICE ?= cpu
-JOBS ?= 2
+JOBS ?=
 ENGINE ?= kit
 SHARD ?=
 SHARDS ?=
@@ -44,7 +44,7 @@ test: $(VENV)/.installed $(CHROMIUM)
 	SUBMISSION=solutions/attention.py $(PY) -m pytest -q
 
 grade: $(VENV)/.installed
-	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) --device $(DEVICE) --jobs $(JOBS) --engine $(ENGINE) $(if $(RESULTS),--results $(RESULTS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ROSTER),--roster $(ROSTER))
+	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) --device $(DEVICE) $(if $(JOBS),--jobs $(JOBS)) --engine $(ENGINE) $(if $(RESULTS),--results $(RESULTS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ROSTER),--roster $(ROSTER))
 
 # make merge SHARDS="out-1 out-2 out-3" [OUT=out]: one class from the OUT folders of SHARD=i/N runs.
 merge: $(VENV)/.installed
@@ -52,7 +52,7 @@ merge: $(VENV)/.installed
 
 # Speed and memory figures against the targets (200 submissions, the torch-import floor, otter run...).
 bench: $(VENV)/.installed
-	$(PY) bench/bench.py --count $(or $(COUNT),200) --device $(DEVICE) --jobs $(JOBS)
+	$(PY) bench/bench.py --count $(or $(COUNT),200) --device $(DEVICE) $(if $(JOBS),--jobs $(JOBS))
 
 .PHONY: report diagnose-report
 # The cohort report of a graded class, rebuilt from OUT/results/*.json (make grade writes it too).

@@ -80,7 +80,7 @@ def kill_until_gone(select, rounds=50):
         if not pids:
             return True
         kill(pids)
-        threading.Event().wait(0.01)
+        threading.Event().wait(0.002)
     return not select(live_processes())
 
 

@@ -68,7 +68,7 @@ def seeded(seed):
     submissions in threads that share torch's global generator, so seeded
     sections take turns and leave the generator as they found it."""
     with _SEED_LOCK, torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        torch.default_generator.manual_seed(seed)  # the judge's tensors are all on the CPU
         yield
 
 

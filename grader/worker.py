@@ -270,37 +270,27 @@ class WorkerTransport:
         pid = self.process.pid
         if pid is None or pid not in _LIVE_WORKERS:
             return
-        try:
-            if self.process.exitcode is None and not self.dead:
-                self.conn.send_bytes(wire.dumps({"op": "stop"}))
-        except OSError:
-            pass
-        if self.uid is not None:
-            # Everything running under this worker's uid is the student's, whatever it did.
-            processes.kill_until_gone(lambda table: [p for p, (_, uid) in table.items() if uid == self.uid])
-        else:
-            # Kill the tree while the worker (a subreaper) still holds its orphans, then the worker.
-            processes.kill_until_gone(lambda table: processes.descendants(pid, table))
+        server = _fork_server_pid()
+
+        def leftovers(table):
+            """The worker's tree (it is a subreaper), its uid's processes, the fork server's orphans."""
+            found = set(processes.descendants(pid, table))
+            if pid in table:
+                found.add(pid)
+            for other, (parent, uid) in table.items():
+                if (self.uid is not None and uid == self.uid) or (
+                        parent == server and other not in _LIVE_WORKERS):
+                    found.add(other)
+            return sorted(found)
+
         try:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        processes.kill([pid])
-        self.process.join(2.0)
-        with _START_LOCK:
+        with _START_LOCK:  # no worker may be starting while the fork server's children are swept
             _LIVE_WORKERS.discard(pid)
-            sweep_fork_server()
+            processes.kill_until_gone(leftovers)
+        self.process.join(2.0)
         self.conn.close()
         if self.uid is not None:
             UIDS.give_back(self.uid)
-
-
-def sweep_fork_server():
-    """Kill the fork server's children that are not live workers: leftovers re-parented to it."""
-    server = _fork_server_pid()
-    if server is None:
-        return
-    processes.kill_until_gone(
-        lambda table: [p for p, (parent, _) in table.items() if parent == server and p not in _LIVE_WORKERS])
-
-

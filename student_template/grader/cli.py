@@ -4,6 +4,7 @@ Exit status 0 whenever grading completed, whatever the scores; 2 for bad usage.
 """
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from .submissions import UsageError, collect
 from .suite import ROOT, discover, max_points
 
 DEFAULT_CLASS = ROOT / "samples" / "class"
+DEFAULT_JOBS = 2 * (os.cpu_count() or 1)
 
 
 def parse_size(text):
@@ -175,7 +177,9 @@ def main(argv=None):
     grade.add_argument("path", nargs="?", default=str(DEFAULT_CLASS), help="default: the bundled sample class")
     grade.add_argument("--out", default="out", help="folder for results (default: out)")
     grade.add_argument("--results", default=None, help="results.json path for a single submission")
-    grade.add_argument("--jobs", type=int, default=2, help="submissions graded at once (default 2)")
+    grade.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
+                       help=f"submissions graded at once (default {DEFAULT_JOBS}: two per core, so that one's "
+                            "worker computes while the other's judge thread checks)")
     grade.add_argument("--time-limit", type=float, default=10.0, help="seconds per step (default 10)")
     grade.add_argument("--memory-limit", default="2GiB", help="memory cap per step (default 2GiB)")
     grade.add_argument("--device", default="cpu", help="cpu or cuda")

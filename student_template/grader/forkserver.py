@@ -1,7 +1,7 @@
 """Imported once, by the fork server only (see `worker.context`): warm torch up and adopt orphans.
 
 As a subreaper, the fork server inherits whatever a killed worker left behind,
-where `worker.sweep_fork_server` finds and kills it."""
+where `WorkerTransport.close` finds and kills it."""
 
 import warnings
 
