@@ -39,6 +39,18 @@ def _status_fields(pid):
         return None
 
 
+def memory_bytes(pid, field):
+    """A memory figure of /proc/<pid>/status ("VmRSS", "VmSize") in bytes; 0 once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def live_processes():
     """{pid: (parent pid, uid)} for every process that is not a zombie."""
     table = {}

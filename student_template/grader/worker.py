@@ -73,25 +73,6 @@ def _fork_server_pid():
     return getattr(forkserver._forkserver, "_forkserver_pid", None)
 
 
-def _virtual_memory_bytes():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def resident_bytes(pid):
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 def prepare_isolation():
     """Once per judge, before the first worker runs under its own uid (the judge is root).
 
@@ -132,7 +113,7 @@ def _confine(device, memory_limit, cpu_seconds, uid):
     if not device.startswith("cuda"):
         # The cap counts memory beyond what the warm process already maps (torch's libraries).
         # CUDA reserves huge address ranges, so on GPUs the judge watches resident memory instead.
-        limit = _virtual_memory_bytes() + memory_limit
+        limit = processes.memory_bytes("self", "VmSize") + memory_limit
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # Student code has no file to write: writes fail (EFBIG) instead of forging results files.
@@ -202,7 +183,7 @@ class WorkerTransport:
             _LIVE_WORKERS.add(self.process.pid)
         self.deadline = time.monotonic() + time_limit
         child_conn.close()
-        self.baseline = resident_bytes(self.process.pid)
+        self.baseline = processes.memory_bytes(self.process.pid, "VmRSS")
         hello = self._receive("loading your file")
         # The report comes from the student's process (json may be patched there): bounded, cleaned.
         fatal, problems = hello.get("fatal"), hello.get("problems")
@@ -231,7 +212,7 @@ class WorkerTransport:
                            "(an infinite loop, or work that grows too fast?)")
             if self.conn.poll(min(remaining, WATCH_INTERVAL)):
                 return
-            if resident_bytes(self.process.pid) - self.baseline > self.memory_limit:
+            if processes.memory_bytes(self.process.pid, "VmRSS") - self.baseline > self.memory_limit:
                 self._stop(f"memory limit: your code used more than {self.memory_limit / 2**30:.3g} GiB while "
                            f"{doing} (a tensor far larger than the inputs?)")
 
