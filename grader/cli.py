@@ -123,7 +123,7 @@ def write_class_files(out, graded, maxima, args):
         for note in lms.write_lms_files(out, graded, maxima, args.roster):
             print(f"note: {note}", file=sys.stderr)
     # OUT/feedback/<name>.html, from OUT/results (so merges get them too)
-    feedback.write_pages(out, jobs=getattr(args, "jobs", 2))
+    feedback.write_pages(out)
     print(report.write_report(out))
 
 

@@ -7,7 +7,7 @@ or merging shards. Two renderings of the same content:
 * `markdown(data)`: the Gradescope `output`. It is visible at once, so it shows
   only what the visible (public) checks found; hidden checks carry their own
   output, shown when grades are published.
-* `html_page(data)`: a self-contained page (PNG heatmaps inlined as data URIs)
+* `html_page(data)`: a self-contained page (heatmaps drawn as inline SVG)
   with every check, for the instructor to hand out: the student's attention
   weights beside the pattern they should have, with the cells that leak the
   future and the rows that do not sum to one marked.
@@ -16,14 +16,12 @@ The pictures show only the student's own numbers and the causal *pattern*,
 never a hidden expected value.
 """
 
-import base64
 import html
-import io
 import json
-import os
+import math
 from pathlib import Path
 
-from . import diagnosis
+from . import diagnosis, svg
 from .steps import STEPS
 
 MAX_PICTURES_PER_STEP = 2
@@ -138,80 +136,119 @@ def md(text):
 
 
 # --- pictures -----------------------------------------------------------------------------------------------------
-def new_figure(width, height):
-    """A matplotlib Figure drawn with Agg, outside pyplot's global state (safe beside grading threads)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height))
+LEAK, BAD_ROW, RIGHT = "#d62728", "#ff7f0e", "#1b5e20"
+GREENS = ("#f7fcf5", "#98d594")  # the expected pattern: "0" cells, "≥0" cells
 
 
-def png_bytes(figure, tight=False):
-    """PNG of a figure; `tight` crops to what is drawn (slower: it draws twice)."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90, **({"bbox_inches": "tight"} if tight else {}))
-    return buffer.getvalue()
+def as_number(value):
+    """A weight from results.json as a float (NaN for None or anything that is not a number)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
-def data_uri(png):
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+def weight_text(value):
+    """A weight short enough for its cell: ".23", "-.05", "12", "3e4", "NaN", "inf"."""
+    if math.isnan(value) or math.isinf(value):
+        return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if abs(value) < 9.995:
+        return f"{value:.2f}".replace("0.", ".", 1)
+    return f"{value:.0f}" if abs(value) < 999.5 else power_text(value)
 
 
-def heatmap_png(picture):
-    """The student's attention weights beside the expected pattern, problems marked in red."""
-    import matplotlib
-    import matplotlib.patches as patches
-    import numpy as np
+def sum_text(value):
+    """A row or column sum: "Σ=0.18", "Σ=NaN", "Σ=2e5"."""
+    value = as_number(value)
+    if not math.isfinite(value):
+        return "Σ=NaN" if math.isnan(value) else f"Σ={'' if value > 0 else '-'}inf"
+    return f"Σ={value:.2f}" if abs(value) < 999.5 else f"Σ={power_text(value)}"
 
-    values = np.array([[np.nan if v is None else v for v in row] for row in picture["values"]], dtype=float)
-    n = values.shape[0]
-    causal = picture.get("causal", False)
-    size = 0.48 * n + 1.6
-    figure = new_figure(2 * size + 1.2, size)
-    mine, expected = figure.subplots(1, 2)
-    top = max(1.0, float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0)
-    cmap = matplotlib.colormaps["Blues"].copy()
-    cmap.set_bad("#bbbbbb")
-    mine.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=0, vmax=top)
+
+def power_text(value):
+    """A big number in three or four characters: 7e3, 1e30, -2e5."""
+    mantissa, _, exponent = f"{value:.0e}".partition("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def heatmap_svg(picture):
+    """The student's attention weights beside the expected pattern, as inline SVG: each weight written in
+    its cell, weights on future tokens in red squares, rows that do not sum to one outlined in dashed
+    orange with their sums in red, column sums under the key positions."""
+    rows = [list(row) if isinstance(row, (list, tuple)) else [] for row in picture.get("values") or []]
+    n, m = len(rows), max((len(row) for row in rows), default=0)
+    values = [[as_number(row[j]) if j < len(row) else math.nan for j in range(m)] for row in rows]
+    causal = bool(picture.get("causal", False))
+    finite = [abs(v) for row in values for v in row if math.isfinite(v)]
+    top = max([1.0] + finite)
+    cell = 44 if max(n, m) <= 8 else 32
+    size = 12 if cell == 44 else 10.5
+    columns = picture.get("column_sums") or []
+    bad = {i for i in picture.get("bad_rows") or [] if isinstance(i, int)}
+    sums = picture.get("row_sums") or []
+
+    # Left panel: y label, row numbers, the grid, the row sums.
+    grid_x, grid_y = 58, 36
+    mine_title = "your attention weights"
+    mine_width = max(grid_x + m * cell + 70, svg.text_width(mine_title, 13, bold=True) + 20)
+    # Right panel: the same frame around the expected pattern.
+    other_x = mine_width + 20
+    other_title = "expected pattern" + (" (causal: the future is 0)" if causal else "")
+    other_grid_x = other_x + grid_x
+    other_width = max(grid_x + m * cell + 50, svg.text_width(other_title, 13, bold=True) + 10)
+    under = grid_y + n * cell + 12  # key positions, then column sums, then the axis label
+    label_y = max(under + (32 if columns else 20), grid_y + 100)  # below the rotated "query token i"
+    width, height = other_x + other_width, label_y + 14
+
+    cells = []
+    for i, row in enumerate(values):
+        cells.append([])
+        for j, value in enumerate(row):
+            fill = svg.NAN_FILL if not math.isfinite(value) else svg.shade(value / top)
+            ink = "#ffffff" if svg.is_dark(fill) else svg.INK
+            cells[-1].append((fill, weight_text(value), ink, f"weight of key {j} for query {i}: "
+                              + ("NaN" if math.isnan(value) else f"{value:.6g}")))
+    pattern = [[(GREENS[0], "0", "#777777", "expected 0: a future position") if causal and j > i else
+                (GREENS[1], "≥0", RIGHT, None) for j in range(m)] for i in range(n)]
+    parts = [svg.text(8, 14, mine_title, size=13, bold=True),
+             svg.text(other_x + 8, 14, other_title, size=13, bold=True),
+             svg.heatmap(grid_x, grid_y, cell, cells, size=size),
+             svg.heatmap(other_grid_x, grid_y, cell, pattern, size=size)]
+    for i, j in (pair for pair in picture.get("leaks") or [] if valid_cell(pair, n, m)):
+        parts.append(svg.rect(grid_x + j * cell + 4, grid_y + i * cell + 4, cell - 8, cell - 8, stroke=LEAK,
+                              stroke_width=2.5, title=f"query {i} gives weight to the future key {j}"))
+    for i in sorted(i for i in bad if 0 <= i < n):
+        parts.append(svg.rect(grid_x + 1.5, grid_y + i * cell + 1.5, m * cell - 3, cell - 3, stroke=BAD_ROW,
+                              stroke_width=2.5, dash="7 4", title=f"row {i} does not sum to one"))
     for i in range(n):
-        for j in range(values.shape[1]):
-            value = values[i, j]
-            text = "NaN" if not np.isfinite(value) else f"{value:.2f}".replace("0.", ".", 1)
-            mine.text(j, i, text, ha="center", va="center", fontsize=7,
-                      color="white" if np.isfinite(value) and value > 0.6 * top else "black")
-    for i, j in picture.get("leaks", []):
-        mine.add_patch(patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="#d62728", linewidth=2.2))
-    bad = set(picture.get("bad_rows", []))
-    for i in bad:
-        mine.add_patch(patches.Rectangle((-0.5, i - 0.5), values.shape[1], 1, fill=False, edgecolor="#ff7f0e",
-                                         linewidth=2.0, linestyle="--"))
-    for i, total in enumerate(picture.get("row_sums", [])):
-        label = "Σ=NaN" if total is None else f"Σ={total:.2f}"
-        mine.text(values.shape[1] - 0.3, i, label, ha="left", va="center", fontsize=7,
-                  color="#d62728" if i in bad else "#333333", fontweight="bold" if i in bad else "normal")
-    columns = picture.get("column_sums")
-    mine.set_title("your attention weights", fontsize=9)
-    pattern = np.tril(np.ones((n, n))) if causal else np.ones((n, n))
-    expected.imshow(pattern, cmap="Greens", vmin=0, vmax=2.5)
-    for i in range(n):
-        for j in range(n):
-            expected.text(j, i, "0" if pattern[i, j] == 0 else "≥0", ha="center", va="center", fontsize=7,
-                          color="#777777" if pattern[i, j] == 0 else "#1b5e20")
-        expected.text(n - 0.3, i, "Σ=1", ha="left", va="center", fontsize=7, color="#1b5e20")
-    expected.set_title("expected pattern" + (" (causal: the future is 0)" if causal else ""), fontsize=9)
-    for axis in (mine, expected):
-        axis.set_xlabel("key position j", fontsize=8)
-        axis.set_ylabel("query token i", fontsize=8)
-        axis.set_xticks(range(n))
-        axis.set_yticks(range(n))
-        axis.tick_params(labelsize=7)
-    if columns:  # column sums under the key positions: a softmax over the wrong axis makes them all 1
-        mine.set_xticklabels([f"{j}\nΣ={'NaN' if c is None else f'{c:.2f}'}" for j, c in enumerate(columns)])
-        mine.set_xlabel("key position j (Σ: column sum)", fontsize=8)
-    figure.tight_layout()
-    return png_bytes(figure)
+        middle = grid_y + (i + 0.5) * cell
+        for left in (grid_x, other_grid_x):
+            parts.append(svg.text(left - 6, middle, i, size=size, anchor="end", colour=svg.MUTED))
+        if i < len(sums):
+            parts.append(svg.text(grid_x + m * cell + 6, middle, sum_text(sums[i]), size=size,
+                                  colour=LEAK if i in bad else "#333333", bold=i in bad))
+        parts.append(svg.text(other_grid_x + m * cell + 6, middle, "Σ=1", size=size, colour=RIGHT))
+    for j in range(m):
+        for left in (grid_x, other_grid_x):
+            parts.append(svg.text(left + (j + 0.5) * cell, under, j, size=size, anchor="middle",
+                                  colour=svg.MUTED))
+        if j < len(columns):  # a softmax over the wrong axis makes every column sum 1
+            parts.append(svg.text(grid_x + (j + 0.5) * cell, under + 15, sum_text(columns[j])[2:],
+                                  size=size - 1, anchor="middle", colour="#333333"))
+    if columns:
+        parts.append(svg.text(grid_x - 6, under + 15, "Σ", size=size - 1, anchor="end", colour="#333333"))
+    mine_label = "key position j (Σ: column sum)" if columns else "key position j"
+    for left, label in ((grid_x, mine_label), (other_grid_x, "key position j")):
+        middle = max(left + m * cell / 2, left - grid_x + 8 + svg.text_width(label, 12) / 2)
+        parts.append(svg.text(middle, label_y, label, size=12, anchor="middle"))
+        parts.append(svg.text(left - 42, grid_y + max(n * cell, 90) / 2, "query token i", size=12,
+                              anchor="middle", rotate=-90))
+    return svg.document(width, height, parts, f"heatmap: {picture.get('what', 'attention weights')}")
+
+
+def valid_cell(pair, n, m):
+    return (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(k, int) for k in pair)
+            and 0 <= pair[0] < n and 0 <= pair[1] < m)
 
 
 # --- HTML page ----------------------------------------------------------------------------------------------------
@@ -288,8 +325,8 @@ def step_html(step, tests, score, maximum, found):
         picture = (test.get("extra_data") or {}).get("picture")
         if picture and shown < MAX_PICTURES_PER_STEP:
             shown += 1
-            parts.append(f"<figure><img alt='heatmap: {esc(picture['what'])}' src='{data_uri(heatmap_png(picture))}'>"
-                         f"<figcaption>{esc(picture['what'])} ({esc(short_name(test))}). "
+            what = picture.get("what", "attention weights")
+            parts.append(f"<figure>{heatmap_svg(picture)}<figcaption>{esc(what)} ({esc(short_name(test))}). "
                          "<span class='legend'>Red squares: weight given to a future token. Dashed orange rows: "
                          "rows that do not sum to one. Right: the pattern every row should follow.</span>"
                          "</figcaption></figure>")
@@ -331,41 +368,16 @@ def write_page_beside(results_path):
     return write_page(json.loads(path.read_text(encoding="utf-8")), path.with_name("feedback.html"))
 
 
-def write_pages(out, force=False, jobs=1):
+def write_pages(out, force=False):
     """OUT/feedback/<name>.html for every OUT/results/<name>.json, skipping pages newer than their
     results (a resumed run redraws only what was regraded) unless `force`; returns how many were written.
-
-    Drawing dominates (matplotlib, one figure per failing weights check), so a class is drawn by
-    `jobs` forked processes: each page is independent, and matplotlib is not thread-safe."""
-    todo = []
+    Pictures are plain SVG strings, so a class of 200 takes well under a second in this one process."""
+    written = 0
     for path in sorted((Path(out) / "results").glob("*.json")):
         page = Path(out) / "feedback" / f"{path.stem}.html"
         if force or not page.is_file() or page.stat().st_mtime < path.stat().st_mtime:
-            todo.append((path, page))
-    if jobs > 1 and len(todo) > 2 * jobs:
-        _draw_in_forks(todo, jobs)
-        return sum(page.is_file() for _, page in todo)
-    return sum(_write_page_from(path, page) for path, page in todo)
-
-
-def _draw_in_forks(todo, jobs):
-    """Split the pages between `jobs` forked copies of this (judge) process; nothing comes back
-    but the files, so no bytes need decoding."""
-    children = []
-    for index in range(jobs):
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                for path, page in todo[index::jobs]:
-                    _write_page_from(path, page)
-            except BaseException:  # noqa: BLE001 - a child must never return into the judge's code
-                code = 1
-            finally:
-                os._exit(code)
-        children.append(pid)
-    for pid in children:
-        os.waitpid(pid, 0)
+            written += _write_page_from(path, page)
+    return written
 
 
 def _write_page_from(path, page):

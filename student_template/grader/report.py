@@ -1,9 +1,9 @@
 """The cohort report: what the class got wrong, from OUT/results/*.json alone.
 
 `python -m grader report --out OUT` (`make report OUT=...`, and after every bulk
-grading) writes OUT/report.html (self-contained) and its charts as PNGs under
-OUT/report/, and prints a short summary. Because it reads only the per-submission
-results files, it can be rerun after grading, resuming or merging shards.
+grading) writes OUT/report.html (self-contained, charts as inline SVG), the same
+charts as files OUT/report/*.svg, and prints a short summary. Because it reads only
+the per-submission results files, it can be rerun after grading, resuming or merging shards.
 
 Contents: the score histogram, each step's pass rate, per-test failure rates with
 a discrimination index (item analysis), the most frequent diagnosed mistakes
@@ -18,8 +18,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import diagnosis
-from .feedback import data_uri, new_figure, png_bytes
+from . import diagnosis, svg
 from .results import write_atomic
 from .steps import BY_KEY, STEP_KEYS
 
@@ -161,91 +160,137 @@ def runtime_outliers(submissions):
     return threshold, sorted((s for s in submissions if s.seconds > threshold), key=lambda s: -s.seconds)
 
 
-# --- charts ---------------------------------------------------------------------------------------------------------
+# --- charts (inline SVG, also saved as OUT/report/<name>.svg) ----------------------------------------------------
+BLUE, ORANGE, GREEN, RED = "#4c72b0", "#dd8452", "#55a868", "#c44e52"
+STEP_COLOURS = dict(zip(STEP_KEYS, (BLUE, ORANGE, GREEN, RED, "#8172b3", "#937860", "#da8bc3")))
+WIDE = 900  # natural width of the wide charts (the page is about 1000 pixels wide)
+
+
+def heading(title, legend_entries=(), width=WIDE):
+    """The chart's title at the top left and its legend at the top right (never over the data)."""
+    parts = [svg.text(8, 16, title, size=14, bold=True)]
+    if legend_entries:
+        parts.append(svg.legend(width - 10, 36, legend_entries))
+    return parts
+
+
+def label_room(labels, size):
+    """Pixels to the left of a frame for right-aligned category labels."""
+    return 20 + max((svg.text_width(label, size) for label in labels), default=0)
+
+
 def chart_scores(submissions, total):
-    figure = new_figure(6.4, 2.8)
-    axis = figure.subplots()
+    """Histogram of the scores (bins of a twentieth of the total), the mean and median marked."""
+    width, height = 720, 310
     scores = [s.score for s in submissions]
     step = max(1.0, total / 20)
-    bins = [i * step for i in range(int(math.ceil(total / step)) + 2)]
-    axis.hist(scores, bins=bins, color="#4c72b0", edgecolor="white")
+    edges = [i * step for i in range(int(math.ceil(total / step)) + 2)]
+    counts = svg.bin_counts(scores, edges)
+    most = max(counts, default=0) or 1
+    frame = svg.Frame(62, 56, width - 62 - 24, height - 56 - 50, (0, edges[-1]), (0, most * 1.08))
+    entries = [("bar", BLUE, "submissions", None)]
+    lines = []
     if scores:
-        axis.axvline(statistics.fmean(scores), color="#dd8452", linestyle="--",
-                     label=f"mean {statistics.fmean(scores):.1f}")
-        axis.axvline(statistics.median(scores), color="#55a868", linestyle=":",
-                     label=f"median {statistics.median(scores):.1f}")
-        axis.legend(fontsize=8)
-    axis.set_xlim(0, total + step)
-    axis.set_xlabel(f"score (out of {total:g})")
-    axis.set_ylabel("submissions")
-    axis.set_title("Score distribution", fontsize=10)
-    return png_bytes(figure, tight=True)
+        mean, median = statistics.fmean(scores), statistics.median(scores)
+        entries += [("line", ORANGE, f"mean {mean:.1f}", "6 4"), ("line", GREEN, f"median {median:.1f}", "2 3")]
+        lines = [svg.reference_line(frame, mean, ORANGE), svg.reference_line(frame, median, GREEN, dash="2 3")]
+    parts = heading("Score distribution", entries, width) + [
+        svg.axes(frame, svg.nice_ticks(0, total, 5), svg.nice_ticks(0, most * 1.08, 5, integer=True),
+                 f"score (out of {total:g})", "submissions"),
+        svg.histogram(frame, edges, counts, BLUE, what="submissions")] + lines
+    return svg.document(width, height, parts, "Score distribution")
 
 
 def chart_steps(rates):
+    """Per step: the share with full marks (bars) and the mean share of the points (dots)."""
     keys = [key for key in STEP_KEYS if key in rates]
-    figure = new_figure(6.4, 0.42 * len(keys) + 1.0)
-    axis = figure.subplots()
     labels = [f"{BY_KEY[key].number}. {key}" for key in keys]
+    width, pitch = 720, 34
+    left = label_room(labels, 12)
+    frame = svg.Frame(left, 56, width - left - 56, pitch * max(1, len(keys)), (0, 100), (0, 1))
     full = [100 * rates[key][0] for key in keys]
     mean = [100 * rates[key][1] for key in keys]
-    positions = list(range(len(keys)))[::-1]
-    axis.barh(positions, full, color="#4c72b0", label="full marks")
-    axis.scatter(mean, positions, color="#dd8452", zorder=3, label="mean share of points")
-    axis.set_yticks(positions)
-    axis.set_yticklabels(labels, fontsize=8)
-    axis.set_xlim(0, 100)
-    axis.set_xlabel("% of submissions")
-    axis.legend(fontsize=7, loc="lower right")
-    axis.set_title("Per-step pass rate", fontsize=10)
-    return png_bytes(figure, tight=True)
+    tips = [f"{label}: {a:.0f}% with full marks, {b:.0f}% of the points on average"
+            for label, a, b in zip(labels, full, mean)]
+    dots = [svg.circle(frame.x(value), frame.top + (k + 0.5) * pitch, 6, ORANGE, title=tips[k])
+            for k, value in enumerate(mean)]
+    parts = heading("Per-step pass rate", [("bar", BLUE, "full marks", None),
+                                            ("dot", ORANGE, "mean share of points", None)], width) + [
+        svg.axes(frame, svg.nice_ticks(0, 100, 5), (), "% of submissions", grid="x"),
+        svg.hbars(frame, full, [BLUE], labels, tips, size=12)] + dots
+    return svg.document(width, frame.bottom + 46, parts, "Per-step pass rate")
 
 
 def chart_items(items):
+    """Failure rate of every check that someone failed, coloured by step, hardest to spot at a glance."""
     shown = [item for item in items if item[3] > 0] or items[:1]
-    figure = new_figure(7.2, 0.2 * len(shown) + 1.2)
-    axis = figure.subplots()
-    colours = {key: colour for key, colour in zip(STEP_KEYS, ("#4c72b0", "#dd8452", "#55a868", "#c44e52",
-                                                               "#8172b3", "#937860", "#da8bc3"))}
-    positions = list(range(len(shown)))[::-1]
-    axis.barh(positions, [100 * item[3] for item in shown], color=[colours.get(item[1], "#999") for item in shown])
-    axis.set_yticks(positions)
-    axis.set_yticklabels([shorten(item[0], 70) for item in shown], fontsize=6.5)
-    axis.set_xlim(0, 100)
-    axis.set_xlabel("% of submissions failing the check")
-    axis.set_title("Per-test failure rate (checks that someone failed; colour = step)", fontsize=10)
-    return png_bytes(figure, tight=True)
+    labels = [shorten(item[0], 70) for item in shown]
+    pitch = 18
+    left = label_room(labels, 11)
+    frame = svg.Frame(left, 62, WIDE - left - 50, pitch * max(1, len(shown)), (0, 100), (0, 1))
+    tips = [f"{name} ({visibility}): failed by {failure:.0%}" for name, _, visibility, failure, _ in shown]
+    steps = [key for key in STEP_KEYS if any(item[1] == key for item in shown)]
+    parts = [svg.text(8, 16, "Per-test failure rate (checks that someone failed; colour = step)", size=14,
+                      bold=True),
+             svg.legend(WIDE - 10, 40, [("bar", STEP_COLOURS[key], key, None) for key in steps]),
+             svg.axes(frame, svg.nice_ticks(0, 100, 5), (), "% of submissions failing the check", grid="x")]
+    for k, item in enumerate(shown):  # one call per bar: each has its step's colour
+        row = svg.Frame(frame.left, frame.top + k * pitch, frame.width, pitch, frame.x_range)
+        parts.append(svg.hbars(row, [100 * item[3]], [STEP_COLOURS.get(item[1], "#999999")], labels[k:k + 1],
+                               tips[k:k + 1], value_format=lambda v: f"{v:.0f}%", size=11))
+    return svg.document(WIDE, frame.bottom + 46, parts, "Per-test failure rate")
 
 
 def chart_causes(counts):
+    """The twelve most frequent diagnosed mistakes, by how many submissions show them."""
     top = counts[:12]
-    figure = new_figure(7.2, 0.3 * max(1, len(top)) + 1.0)
-    axis = figure.subplots()
-    positions = list(range(len(top)))[::-1]
-    axis.barh(positions, [len(names) for _, _, names in top], color="#c44e52")
-    axis.set_yticks(positions)
-    axis.set_yticklabels([shorten(f"{step}: {diagnosis.CAUSES[cause].title}", 80) for cause, step, _ in top],
-                         fontsize=7)
-    axis.set_xlabel("submissions")
-    axis.xaxis.get_major_locator().set_params(integer=True)
-    axis.set_title("Most frequent diagnosed mistakes", fontsize=10)
-    return png_bytes(figure, tight=True)
+    labels = [shorten(f"{step}: {diagnosis.CAUSES[cause].title}", 80) for cause, step, _ in top]
+    pitch = 26
+    left = label_room(labels, 11)
+    most = max((len(names) for _, _, names in top), default=1)
+    frame = svg.Frame(left, 40, WIDE - left - 40, pitch * max(1, len(top)), (0, most * 1.05), (0, 1))
+    tips = [f"{diagnosis.CAUSES[cause].title} [{step}]: {len(names)} submission(s), e.g. "
+            + ", ".join(names[:8]) + (" …" if len(names) > 8 else "") for cause, step, names in top]
+    parts = heading("Most frequent diagnosed mistakes") + [
+        svg.axes(frame, svg.nice_ticks(0, most, 5, integer=True), (), "submissions", grid="x"),
+        svg.hbars(frame, [len(names) for _, _, names in top], [RED], labels, tips,
+                  value_format=lambda v: f"{v:g}", size=11)]
+    return svg.document(WIDE, frame.bottom + 46, parts, "Most frequent diagnosed mistakes")
 
 
 def chart_runtime(submissions, threshold):
+    """Grading time of each submission, fastest to slowest; outliers (above `threshold`) in red and named.
+    Every name is written under its bar when there is room (each bar also has a tooltip)."""
     ordered = sorted(submissions, key=lambda s: s.seconds)
-    figure = new_figure(7.2, 2.8)
-    axis = figure.subplots()
-    colours = ["#c44e52" if threshold and s.seconds > threshold else "#4c72b0" for s in ordered]
-    axis.bar(range(len(ordered)), [s.seconds for s in ordered], color=colours)
+    slow = [bool(threshold) and s.seconds > threshold for s in ordered]
+    count = max(1, len(ordered))
+    frame_width = WIDE - 62 - 24
+    names = [shorten(s.name, 18) for s in ordered] if frame_width / count >= 11 else []
+    top_value = max([s.seconds for s in ordered] + [threshold or 0]) or 1
+    frame = svg.Frame(62, 56, frame_width, 200, (0, count), (0, top_value * 1.08))
+    entries = [("bar", BLUE, "submission", None)]
     if threshold:
-        axis.axhline(threshold, color="#c44e52", linestyle="--", label=f"outlier above {threshold:.1f} s")
-        axis.legend(fontsize=8)
-    axis.set_xticks(range(len(ordered)))
-    axis.set_xticklabels([shorten(s.name, 18) for s in ordered], rotation=60, ha="right", fontsize=6.5)
-    axis.set_ylabel("seconds")
-    axis.set_title("Grading time per submission", fontsize=10)
-    return png_bytes(figure, tight=True)
+        entries += [("bar", RED, "outlier", None), ("line", RED, f"outlier above {threshold:.1f} s", "6 4")]
+    parts = heading("Grading time per submission", entries) + [
+        svg.axes(frame, (), svg.nice_ticks(0, top_value * 1.08, 5), "", "seconds"),
+        svg.vbars(frame, [(k, k + 1) for k in range(len(ordered))], [s.seconds for s in ordered],
+                  [RED if out else BLUE for out in slow], [f"{s.name}: {s.seconds:.1f} s" for s in ordered],
+                  gap=min(2.0, frame_width / count / 4))]
+    if threshold:
+        parts.append(svg.reference_line(frame, threshold, RED, vertical=False))
+    outliers = [s for s, out in zip(ordered, slow) if out][::-1]
+    if outliers:  # slowest first, in the empty top left corner (the fast bars are short)
+        listed = ", ".join(f"{shorten(s.name, 24)} ({s.seconds:.1f} s)" for s in outliers[:5])
+        more = f" and {len(outliers) - 5} more" if len(outliers) > 5 else ""
+        parts.append(svg.text(frame.left + 8, frame.top + 12, f"slowest: {listed}{more}", size=11, colour=RED))
+    for k, name in enumerate(names):
+        parts.append(svg.text(frame.x(k + 0.5), frame.bottom + 8, name, size=10, anchor="end",
+                              colour=RED if slow[k] else svg.MUTED, rotate=-60))
+    room = max((svg.text_width(name, 10) for name in names), default=0) * 0.87  # how far rotated names reach
+    below = frame.bottom + 10 + room
+    parts.append(svg.text(frame.left + frame.width / 2, below + 14,
+                          f"submissions, fastest to slowest ({len(ordered)})", size=12, anchor="middle"))
+    return svg.document(WIDE, below + 28, parts, "Grading time per submission")
 
 
 def shorten(text, limit):
@@ -310,7 +355,7 @@ def actions(submissions, maxima, rates, items, counts, outliers, limit_rows):
 
 
 def build(out):
-    """(html text, {png name: bytes}, summary text) for OUT's graded submissions."""
+    """(html text, {chart file name: SVG text}, summary text) for OUT's graded submissions."""
     submissions, maxima = load(out)
     total = sum(maxima.values()) or 100
     rates = step_rates(submissions, maxima)
@@ -322,17 +367,17 @@ def build(out):
     tips = actions(submissions, maxima, rates, items, counts, outliers, limit_rows)
     charts = {}
     if submissions:
-        charts["scores.png"] = chart_scores(submissions, total)
-        charts["steps.png"] = chart_steps(rates)
-        charts["items.png"] = chart_items(items)
-        charts["runtime.png"] = chart_runtime(submissions, threshold)
+        charts["scores.svg"] = chart_scores(submissions, total)
+        charts["steps.svg"] = chart_steps(rates)
+        charts["items.svg"] = chart_items(items)
+        charts["runtime.svg"] = chart_runtime(submissions, threshold)
         if counts:
-            charts["causes.png"] = chart_causes(counts)
+            charts["causes.svg"] = chart_causes(counts)
     scores = [s.score for s in submissions]
     summary = summary_text(submissions, total, rates, counts, outliers, limit_rows)
 
-    def image(name, alt):
-        return f"<img alt='{esc(alt)}' src='{data_uri(charts[name])}'>" if name in charts else ""
+    def image(name):
+        return f"<figure>{charts[name]}</figure>" if name in charts else ""
 
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Cohort report</title>"
              f"<style>{STYLE}</style></head><body><h1>Cohort report</h1>"]
@@ -345,12 +390,12 @@ def build(out):
                  "with zero</p>")
     parts.append("<h2>What to do next</h2><ul class='tips'>" + "".join(f"<li>{esc(tip)}</li>" for tip in tips)
                  + "</ul>")
-    parts.append("<h2>Scores</h2>" + image("scores.png", "score histogram"))
-    parts.append("<h2>Steps</h2>" + image("steps.png", "per-step pass rate") + "<table><tr><th>step</th>"
+    parts.append("<h2>Scores</h2>" + image("scores.svg"))
+    parts.append("<h2>Steps</h2>" + image("steps.svg") + "<table><tr><th>step</th>"
                  "<th>full marks</th><th>mean share of points</th></tr>"
                  + "".join(f"<tr><td>{BY_KEY[key].number}. {esc(BY_KEY[key].title)}</td><td>{rate[0]:.0%}</td>"
                            f"<td>{rate[1]:.0%}</td></tr>" for key, rate in rates.items()) + "</table>")
-    parts.append("<h2>Most frequent mistakes (diagnosed)</h2>" + image("causes.png", "diagnosed mistakes"))
+    parts.append("<h2>Most frequent mistakes (diagnosed)</h2>" + image("causes.svg"))
     if counts:
         parts.append("<table><tr><th>mistake</th><th>step</th><th>count</th><th>examples</th></tr>" + "".join(
             f"<tr><td><b>{esc(diagnosis.CAUSES[cause].title)}</b><br><small>fix: "
@@ -361,13 +406,13 @@ def build(out):
     if missing:
         parts.append("<p>Points lost where no known mistake was recognised (worth a look): " + "; ".join(
             f"{esc(step)}: {example_links(names, out)}" for step, names in missing.items()) + "</p>")
-    parts.append("<h2>Item analysis</h2>" + image("items.png", "per-test failure rate")
+    parts.append("<h2>Item analysis</h2>" + image("items.svg")
                  + "<table><tr><th>check (hardest first)</th><th>visibility</th><th>failed by</th>"
                  "<th>discrimination</th></tr>"
                  + "".join(item_row(item) for item in sorted(items, key=lambda item: -item[3])) + "</table>"
                  "<p class='sub'>Discrimination: correlation between passing the check and the rest of the score "
                  "(near 0 or negative: the check does not separate strong from weak work).</p>")
-    parts.append("<h2>Runtime</h2>" + image("runtime.png", "grading time per submission"))
+    parts.append("<h2>Runtime</h2>" + image("runtime.svg"))
     if outliers:
         parts.append("<table><tr><th>submission</th><th>seconds</th></tr>" + "".join(
             f"<tr><td>{example_links([s.name], out)}</td><td>{s.seconds:.1f}</td></tr>" for s in outliers)
@@ -423,14 +468,19 @@ def summary_text(submissions, total, rates, counts, outliers, limit_rows):
     return "\n".join(lines)
 
 
+CHART_NAMES = ("scores", "steps", "items", "causes", "runtime")
+
+
 def write_report(out):
-    """Write OUT/report.html and OUT/report/*.png; return the summary text."""
+    """Write OUT/report.html and its charts as OUT/report/*.svg (to reuse in slides); return the summary."""
     out = Path(out)
     text, charts, summary = build(out)
-    for name, png in charts.items():
-        target = out / "report" / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(png)
+    for name in CHART_NAMES:  # no stale chart of an earlier run (or its PNG from older versions) stays behind
+        for old in (out / "report" / f"{name}.png", out / "report" / f"{name}.svg"):
+            if old.name not in charts and old.is_file():
+                old.unlink()
+    for name, chart in charts.items():
+        write_atomic(out / "report" / name, chart)
     write_atomic(out / "report.html", text)
     return summary + f"\nreport: {out / 'report.html'}"
 
@@ -441,5 +491,5 @@ line-height:1.45;padding:0 1rem} .sub{color:#666}
 h2{border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem} td,th{border:1px solid #ddd;padding:.25rem .5rem;
 text-align:left;vertical-align:top} th{background:#f5f5f5} tr.flag td{background:#fff3e0}
-ul.tips li{margin:.3rem 0} img{max-width:100%}
+ul.tips li{margin:.3rem 0} figure{margin:.8rem 0} svg{display:block;max-width:100%;height:auto}
 """

@@ -1,25 +1,40 @@
-"""Feedback pages and the cohort report, rendered by a real browser (headless Chromium, Debian's package).
+"""Feedback pages and the cohort report, rendered by a real browser (headless Chromium, Debian's package),
+and the SVG drawing helpers on odd input.
 
-A page counts as shown when Chromium's DOM holds the hint and the inlined PNGs,
-the PNGs decode (their natural width, read by a script in the page), and the
+A page counts as shown when Chromium's DOM holds the hint and the inline SVG pictures,
+the pictures are laid out at a readable width (measured by a script in the page), the
+marks that carry the diagnosis are drawn as specified (computed styles), and the
 screenshot is far from blank.
 """
 
 import json
+import math
 import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ElementTree
 
 import pytest
 from PIL import Image
 
-from grader import feedback, results
+from grader import feedback, report, results, svg
 from grader.suite import ROOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-PROBE = ("<script>addEventListener('load', () => document.body.setAttribute('data-image-widths', "
-         "[...document.images].map(image => image.naturalWidth).join(',')))</script>")
+# After load, the page records what Chromium laid out: each <svg>'s width, how many <img> there are, the
+# computed colour and weight of every row sum ("Σ=...") and how many dashed outlines are drawn.
+PROBE = """<script>addEventListener('load', () => {
+  const sums = [...document.querySelectorAll('svg text')].filter(t => t.textContent.startsWith('Σ='));
+  document.body.setAttribute('data-probe', JSON.stringify({
+    widths: [...document.querySelectorAll('svg')].map(s => Math.round(s.getBoundingClientRect().width)),
+    images: document.images.length,
+    sums: sums.map(t => [t.textContent, getComputedStyle(t).fill, getComputedStyle(t).fontWeight]),
+    dashed: [...document.querySelectorAll('svg rect')].filter(r => getComputedStyle(r).strokeDasharray !== 'none'
+      && getComputedStyle(r).stroke !== 'none').map(r => getComputedStyle(r).stroke),
+  }));
+})</script>"""
+SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
 def chromium(*args):
@@ -33,7 +48,7 @@ def chromium(*args):
 
 
 def rendered(page, tmp_path, height):
-    """(DOM after load, screenshot) of an HTML file; the DOM records the decoded images' widths."""
+    """(DOM after load, screenshot) of an HTML file; the DOM records what the probe measured."""
     probe = tmp_path / f"probe-{page.name}"
     probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
     dom = chromium("--dump-dom", "--virtual-time-budget=5000", probe.as_uri())
@@ -42,10 +57,10 @@ def rendered(page, tmp_path, height):
     return dom, Image.open(shot).convert("RGB")
 
 
-def decoded_widths(dom):
-    found = re.search(r'data-image-widths="([\d,]*)"', dom)
-    assert found, "the page's images were never counted (load event missing?)"
-    return [int(width) for width in found.group(1).split(",") if width]
+def probed(dom):
+    found = re.search(r'data-probe="([^"]*)"', dom)
+    assert found, "the page's pictures were never measured (load event missing?)"
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
 
 
 def ink(image):
@@ -63,14 +78,18 @@ def test_feedback_page_shows_hints_and_heatmaps(graded_bugs, maxima, tmp_path):
     assert "Most likely cause:" in dom
     assert "the softmax is taken over the wrong axis" in dom
     assert "sums to 0.1802" in dom  # the failed property, quoted as evidence
-    assert len(re.findall(r"<img[^>]+src=\"data:image/png;base64,", dom)) >= 1
-    widths = decoded_widths(dom)
-    assert widths and all(width > 300 for width in widths), widths
+    measured = probed(dom)
+    assert measured["images"] == 0 and len(measured["widths"]) >= 1, measured  # pictures are inline SVG
+    assert all(width > 300 for width in measured["widths"]), measured["widths"]
     dark, coloured = ink(shot)
     assert dark > 0.05 and coloured > 0.01, (dark, coloured)
-    # The heatmap marks the rows that do not sum to one (their sums are in the picture's data).
+    # The heatmap marks the rows that do not sum to one: their sums in bold red, the rows outlined in dashes.
     picture = next(t["extra_data"]["picture"] for t in data["tests"] if "picture" in t.get("extra_data", {}))
     assert picture["bad_rows"] and not picture["leaks"]
+    red, orange = "rgb(214, 39, 40)", "rgb(255, 127, 14)"
+    assert ["Σ=0.18", red, "700"] in measured["sums"], measured["sums"]
+    assert all((colour == red) == (weight == "700") for _, colour, weight in measured["sums"]), measured["sums"]
+    assert measured["dashed"] and set(measured["dashed"]) == {orange}, measured["dashed"]
 
 
 def test_markdown_output_shows_only_visible_checks(graded_bugs, maxima, suite):
@@ -96,8 +115,10 @@ def test_sample_class_report(tmp_path):
     assert "cohort: 12 submissions" in done.stdout and "mistakes recognised" in done.stdout
     assert sorted(path.stem for path in (out / "feedback").glob("*.html")) == sorted(
         path.stem for path in (out / "results").glob("*.json"))
-    charts = {path.name for path in (out / "report").glob("*.png")}
-    assert charts >= {"scores.png", "steps.png", "items.png", "causes.png", "runtime.png"}
+    charts = {path.name: path for path in (out / "report").glob("*.*")}
+    assert set(charts) == {"scores.svg", "steps.svg", "items.svg", "causes.svg", "runtime.svg"}
+    for path in charts.values():  # standalone files an instructor can reuse: well-formed SVG
+        assert ElementTree.parse(path).getroot().tag == SVG_NS + "svg", path
     extra = json.loads((out / "results" / "edsger_dijkstra.json").read_text())["extra_data"]
     assert extra["diagnosis"]["causal_attention"]["cause"] == "softmax_dim"
     (out / "report.html").unlink()  # the report is rebuilt from results/ alone
@@ -110,7 +131,76 @@ def test_sample_class_report(tmp_path):
         assert heading in dom
     assert "left steps unimplemented" in dom and "frances_allen: all steps" in dom  # suggested actions
     assert "feedback/edsger_dijkstra.html" in dom  # an example student, linked to their feedback page
-    widths = decoded_widths(dom)
-    assert len(widths) >= 5 and all(width > 300 for width in widths), widths
+    measured = probed(dom)
+    assert measured["images"] == 0 and len(measured["widths"]) == 5, measured
+    assert all(width > 500 for width in measured["widths"]), measured["widths"]
+    assert re.search(r">mean \d+\.\d</text>", dom) and re.search(r">median \d+\.\d</text>", dom)
     dark, coloured = ink(shot)
     assert dark > 0.05 and coloured > 0.01, (dark, coloured)
+
+
+# --- the drawing helpers on odd input (no browser) ------------------------------------------------------------------
+def parsed(text):
+    """An SVG string as an element tree: it must be well-formed XML on its own."""
+    root = ElementTree.fromstring(text)
+    assert root.tag == SVG_NS + "svg"
+    return root
+
+
+def texts(root):
+    return ["".join(element.itertext()) for element in root.iter(SVG_NS + "text")]
+
+
+def test_heatmap_of_odd_pictures():
+    nan = {"values": [[None, 0.5], [1e30, -2.0], [float("inf"), 0.25]], "row_sums": [None, 1e30, 0.25],
+           "column_sums": [None, 1.0], "bad_rows": [0, 1, 2, "x"], "leaks": [[0, 1], [9, 9], "junk"],
+           "causal": True, "what": "non-square"}
+    root = parsed(feedback.heatmap_svg(nan))
+    shown = texts(root)
+    for label in ("NaN", ".50", "1e30", "-2.00", "inf", ".25", "Σ=NaN", "Σ=1e30", "Σ=0.25", "1.00"):
+        assert any(text.endswith(label) for text in shown), (label, shown)
+    rects = list(root.iter(SVG_NS + "rect"))
+    assert sum(r.get("stroke") == feedback.LEAK for r in rects) == 1  # only the leak inside the grid
+    assert sum(r.get("stroke-dasharray") is not None for r in rects) == 3
+    assert all(r.get("fill") == svg.NAN_FILL for r in rects if "NaN" in "".join(r.itertext()))
+    one = parsed(feedback.heatmap_svg({"values": [[0.42]], "row_sums": [0.42], "bad_rows": [0], "causal": True}))
+    assert "Σ=0.42" in texts(one) and "≥0" in texts(one) and "Σ=1" in texts(one)
+    assert float(one.get("width")) > 300  # the titles keep their room even for a 1x1 matrix
+    for odd in ({"values": []}, {"values": [[None] * 3] * 3}, {}, {"values": [[0.1, 0.9], "?"]}):
+        parsed(feedback.heatmap_svg(odd))
+    assert "query token i" in texts(parsed(feedback.heatmap_svg({"values": [[math.nan] * 12] * 12})))
+
+
+def test_text_from_students_is_escaped():
+    hostile = "<script>alert('x')</script> & \"quotes\""
+    picture = {"values": [[1.0]], "what": hostile}
+    for text in (feedback.heatmap_svg(picture), svg.document(10, 10, [svg.text(0, 0, hostile, title=hostile)],
+                                                             hostile)):
+        root = parsed(text)  # the text survives, as text: the accessible name and the title
+        assert "<script" not in text and root.get("aria-label") in ("heatmap: " + hostile, hostile)
+        assert hostile in "".join(root.itertext())
+    page = feedback.html_page({"score": 0, "tests": [{"name": "masking: x", "score": 0, "max_score": 1,
+                                                      "output": "no", "extra_data": {"picture": picture}}],
+                               "extra_data": {"submission": hostile}})
+    assert "<script" not in page and page.count("<svg") == 1
+    student = report.Submission(hostile, 10.0, {}, 30.0, [], {}, [])
+    others = [report.Submission(f"s{k}", 5.0 * k, {}, 1.0 + k / 10, [], {}, []) for k in range(5)]
+    threshold, outliers = report.runtime_outliers(others + [student])
+    assert outliers == [student]
+    chart = report.chart_runtime(others + [student], threshold)
+    assert "<script" not in chart and hostile in "".join(parsed(chart).itertext())  # in its bar's tooltip
+
+
+def test_chart_helpers_on_edge_cases():
+    assert svg.nice_ticks(0, 101.5, 5, integer=True) == [0, 20, 40, 60, 80, 100]
+    assert svg.nice_ticks(0, 1.08, 5, integer=True) == [0, 1]
+    assert svg.nice_ticks(3, 3) == [3] and svg.nice_ticks(0, math.nan) == [0]
+    assert svg.bin_counts([0, 4.9, 5, 100, 100], [0, 5, 100]) == [2, 3]
+    assert svg.num(math.nan) == "0" and svg.num(2.0) == "2" and svg.num(2.25) == "2.2"
+    assert svg.shade(-1) == svg.BLUES[0] and svg.shade(7) == svg.BLUES[-1]
+    assert not svg.is_dark(svg.shade(0.1)) and svg.is_dark(svg.shade(0.9))
+    for chart in (report.chart_scores([], 100), report.chart_steps({}), report.chart_items([]),
+                  report.chart_causes([]), report.chart_runtime([], None)):
+        parsed(chart)
+    html_text, charts, summary = report.build("/nonexistent-out")
+    assert charts == {} and "no graded submissions" in summary and "No graded submissions" in html_text
