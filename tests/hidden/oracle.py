@@ -6,6 +6,7 @@ keys in grader.diagnosis.CAUSES, which words them) so that a test can tell a
 student which one their output matches. Never shipped to students.
 """
 
+import functools
 import math
 
 import torch
@@ -23,6 +24,12 @@ def generator(seed):
 
 
 def randn(*shape, seed, scale=1.0):
+    """A fresh copy of a fixed draw: every submission of a class gets the same inputs, drawn once."""
+    return _draw(shape, seed, scale).clone()
+
+
+@functools.lru_cache(maxsize=4096)
+def _draw(shape, seed, scale):
     return torch.randn(*shape, generator=generator(seed)) * scale
 
 

@@ -360,12 +360,18 @@ def test_a_zip_is_bounded_in_total_size(tmp_path, monkeypatch):
 def test_the_answer_a_forged_worker_sends_cannot_crash_the_judge():
     """A worker whose json module the student patched can send anything; the judge gets a
     ValueError (a verdict), never a crash, and no string it cannot write to a UTF-8 file."""
-    for raw in (b"[" * 100_000 + b"]" * 100_000, b'{"x": ' + b"1" * 5000 + b"}", b"\xff\xfe", b"NaN"):
+    def frame(header, blobs=b""):
+        return struct.pack(">I", len(header)) + header + blobs
+
+    for raw in (frame(b"[" * 100_000 + b"]" * 100_000), frame(b'{"x": ' + b"1" * 5000 + b"}"), frame(b"\xff\xfe"),
+                frame(b"NaN"), b"", b"\x00\x00", b"\xff\xff\xff\xff{}", frame(b'{"$blob": [0, 9]}', b"1234"),
+                frame(b'{"$blob": [-1, 1]}', b"1234"), frame(b'{"$blob": "0"}'), frame(b'{"$blob": [0, 1], "x": 1}', b"1")):
         try:
             wire.loads(raw)
         except ValueError:
             pass
-    message = wire.loads(b'{"ok": false, "error": {"type": "E", "message": "bad \\ud800 text"}}')
+    assert wire.loads(frame(b'{"v": {"$blob": [1, 2]}}', b"1234")) == {"v": b"23"}
+    message = wire.loads(frame(b'{"ok": false, "error": {"type": "E", "message": "bad \\ud800 text"}}'))
     json.dumps(message, ensure_ascii=False).encode("utf-8")
     with pytest.raises(ValueError):
         wire.decode({"$tensor": {"dtype": "float32", "shape": [10 ** 12], "data": ""}})

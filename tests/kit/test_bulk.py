@@ -1,6 +1,7 @@
 """Class runs through the real CLI: kill -9 and rerun, changed files, shards and merge, progress lines."""
 
 import csv
+import io
 import os
 import signal
 import subprocess
@@ -10,6 +11,8 @@ import time
 import pytest
 from samples import synthetic_class
 
+from grader import results
+from grader.judge import Options, grade_submission
 from grader.steps import STEP_KEYS
 from grader.suite import ROOT
 
@@ -114,3 +117,36 @@ def test_shards_partition_the_class_and_merge_to_the_whole(classroom, uninterrup
 def test_bad_shard_is_a_usage_error(classroom, tmp_path):
     done = cli("grade", classroom, "--out", tmp_path, "--shard", "4/3")
     assert done.returncode == 2 and "SHARD must look like i/N" in done.stderr
+
+
+def judged(classroom, out, suite, maxima, grade, judges, jobs):
+    from grader.bulk import grade_class
+
+    submissions = [(path.stem, path) for path in sorted(classroom.glob("*.py"))[:8]]
+    lines = io.StringIO()
+    graded = grade_class(submissions, suite, Options(), out, maxima, grade, {"suite": "test"}, jobs=jobs,
+                         stream=lines, judges=judges)
+    return results.grades_csv(graded), lines.getvalue()
+
+
+def test_two_judge_processes_grade_like_one(classroom, suite, maxima, tmp_path):
+    one, _ = judged(classroom, tmp_path / "one", suite, maxima, grade_submission, judges=1, jobs=2)
+    two, progress = judged(classroom, tmp_path / "two", suite, maxima, grade_submission, judges=2, jobs=4)
+    assert two == one
+    assert progress.count("graded student_") == 8 and "[8/8]" in progress
+    assert (tmp_path / "two" / "grades.csv").exists() is False  # grade_class writes results, not class files
+    assert len(list((tmp_path / "two" / "results").glob("*.json"))) == 8
+
+
+def test_what_a_dead_judge_leaves_is_graded_by_the_parent(classroom, suite, maxima, tmp_path):
+    parent = os.getpid()
+
+    def dies_in_a_judge(path, name, tests, options):
+        if os.getpid() != parent and name == "student_002":
+            os._exit(3)  # the judge process itself dies (a grader bug, the OOM killer...)
+        return grade_submission(path, name, tests, options)
+
+    expected, _ = judged(classroom, tmp_path / "one", suite, maxima, grade_submission, judges=1, jobs=2)
+    survived, progress = judged(classroom, tmp_path / "two", suite, maxima, dies_in_a_judge, judges=2, jobs=2)
+    assert survived == expected
+    assert progress.count("graded student_") == 8
