@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import results as results_io
+from .judges import graded_in_judges, judge_count
 from .progress import Progress
 from .suite import ROOT
 
@@ -68,8 +69,10 @@ def reusable(out, name, expected):
     return earlier if earlier.fingerprint == expected else None
 
 
-def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=2, stream=None):
-    """Grade (name, path) pairs into out/results/, reusing unchanged results; return all results."""
+def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=2, stream=None, judges=None):
+    """Grade (name, path) pairs into out/results/, reusing unchanged results; return all results.
+
+    `jobs` submissions are graded at a time, by `judges` judge processes (default: see judges.judge_count)."""
     prints = {name: fingerprint(path, settings) for name, path in submissions}
     done = {}
     for name, _ in submissions:
@@ -86,15 +89,24 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
         result.fingerprint = prints[name]
         result.text = results_io.results_text(result, maxima)
         results_io.write_atomic(result_path(out, name), result.text)
-        limits = sum("limit:" in test.output or "crashed" in test.output or "exited" in test.output
-                     for test in result.tests)
-        progress.advance(name, result.score, total, result.seconds,
-                         note=f"{limits} test(s) hit a limit or crash" if limits else "")
         return result
 
+    def record(result):
+        done[result.name] = result
+        limits = sum("limit:" in test.output or "crashed" in test.output or "exited" in test.output
+                     for test in result.tests)
+        progress.advance(result.name, result.score, total, result.seconds,
+                         note=f"{limits} test(s) hit a limit or crash" if limits else "")
+
+    count = judge_count(jobs, len(todo)) if judges is None else judges
+    if count > 1:
+        threads = -(-jobs // count)
+        for name, text in graded_in_judges(todo, one, count, threads):
+            record(results_io.parse_results_text(text, name))
+        todo = [item for item in todo if item[0] not in done]  # what a judge could not deliver
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for result in pool.map(one, todo):
-            done[result.name] = result
+            record(result)
     progress.finish()
     graded = [done[name] for name, _ in submissions]
     # Without root, student code ran as this user and might have tampered with earlier results

@@ -60,19 +60,23 @@ def write_results_json(result, maxima, path):
 
 def read_results_json(path):
     """A SubmissionResult back from a results.json this grader wrote (to resume or merge runs)."""
+    return parse_results_text(Path(path).read_text(encoding="utf-8"), Path(path).stem)
+
+
+def parse_results_text(text, name):
+    """A SubmissionResult from the text of a results.json this grader wrote (`name` if it names none)."""
     from .judge import SubmissionResult, TestResult
 
-    text = Path(path).read_text(encoding="utf-8")
     data = json.loads(text)
     extra = data.get("extra_data") or {}
-    result = SubmissionResult(extra.get("submission") or Path(path).stem, "")
+    result = SubmissionResult(extra.get("submission") or name, "")
     result.tests = [TestResult(t["name"], step_of_test_name(t["name"]), float(t["score"]), float(t["max_score"]),
                                t.get("output", ""), t.get("visibility", "visible"), t.get("extra_data") or {})
                     for t in data["tests"]]
     result.problems = list(extra.get("problems") or [])
     result.seconds = float(extra.get("seconds") or 0.0)
     result.fingerprint = extra.get("fingerprint") or ""
-    result.text = text  # exactly what was on disk, to restore it byte for byte
+    result.text = text  # exactly what was written, to restore it byte for byte
     return result
 
 

@@ -1,18 +1,23 @@
 """Values on the wire between the judge and the student's process.
 
-Plain JSON with tagged tensors. The judge never unpickles anything that the
-student's process produced: a tensor crosses as dtype, shape and raw bytes and
-comes back as a plain CPU `torch.Tensor`, whatever subclass the student returned.
+A message is one frame: the length of a JSON header, the header, then the raw
+bytes of every tensor in it (the header points at them by offset and length).
+The judge never unpickles anything that the student's process produced: a
+tensor crosses as dtype, shape and raw bytes and comes back as a plain CPU
+`torch.Tensor`, whatever subclass the student returned. Raw bytes rather than
+base64 text inside the JSON: a class run sends hundreds of thousands of tensors.
 """
 
 import base64
 import json
+import math
+import struct
 
 import numpy as np
 import torch
 
 # Bounds on one answer: far above what any step returns, far below what would
-# strain the judge (a tensor crosses as base64 text, a third larger than its bytes).
+# strain the judge.
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_TEXT = 10_000
@@ -76,7 +81,7 @@ def _tensor_payload(tensor, budget):
     return {
         "dtype": _NAME_OF_DTYPE[cpu.dtype],
         "shape": list(array.shape),
-        "data": base64.b64encode(array.tobytes()).decode("ascii"),
+        "data": array.tobytes(),  # raw bytes: `dumps` moves them out of the JSON header
     }
 
 
@@ -92,7 +97,7 @@ class _Budget:
 
 
 def encode(value):
-    """Turn a value into JSON-ready data (both directions use this).
+    """Turn a value into plain data for `dumps` (both directions use this); tensors' values are bytes.
 
     Raises Unsendable (with a message for the student) for what cannot cross:
     meta or sparse tensors, odd dtypes, huge or deeply nested values."""
@@ -154,12 +159,15 @@ def _tensor_from_payload(payload):
             type(size) is int and 0 <= size <= MAX_ANSWER_BYTES for size in shape):
         raise ValueError("malformed tensor shape")
     data = payload.get("data")
-    if not isinstance(data, str):
+    if isinstance(data, str):  # base64 text: a tensor written as plain JSON
+        raw = base64.b64decode(data, validate=True)
+    elif isinstance(data, (bytes, memoryview)):
+        raw = data
+    else:
         raise ValueError("malformed tensor data")
-    raw = base64.b64decode(data, validate=True)
     if np_dtype is None:  # bfloat16 travels as float32
         np_dtype, torch_dtype = np.float32, torch.float32
-    expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(np_dtype).itemsize
+    expected = math.prod(shape) * np.dtype(np_dtype).itemsize
     if len(raw) != expected:
         raise ValueError("tensor payload has the wrong size")
     array = np.frombuffer(raw, dtype=np_dtype).reshape(shape).copy()
@@ -215,16 +223,50 @@ def decode(data, device=None, _depth=0):
     raise ValueError("unrecognised value on the wire")
 
 
+_HEADER = struct.Struct(">I")
+
+
 def dumps(message):
-    return json.dumps(message, allow_nan=True).encode("utf-8")
+    """One frame: header length, JSON header, then the raw bytes that `encode` left in the message."""
+    blobs, offset = [], 0
+
+    def blob(value):
+        nonlocal offset
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise TypeError(f"{type(value).__name__} cannot be sent")
+        blobs.append(value)
+        offset += len(value)
+        return {"$blob": [offset - len(value), len(value)]}
+
+    header = json.dumps(message, allow_nan=True, default=blob).encode("utf-8")
+    return b"".join([_HEADER.pack(len(header)), header, *blobs])
 
 
 def loads(raw):
-    """Parse one message. Anything that is not sound JSON (including JSON nested deeply
-    enough to exhaust the parser) is a ValueError: the sender is untrusted."""
+    """Parse one frame. Anything unsound (a bad length, an offset out of range, bad JSON, JSON nested
+    deeply enough to exhaust the parser) is a ValueError: the sender is untrusted."""
     try:
-        return _clean_strings(json.loads(raw.decode("utf-8")))
-    except (ValueError, RecursionError, UnicodeDecodeError, MemoryError) as error:
+        if len(raw) < _HEADER.size:
+            raise ValueError("short frame")
+        end = _HEADER.size + _HEADER.unpack_from(raw)[0]
+        if end > len(raw):
+            raise ValueError("header longer than the frame")
+        text = bytes(raw[_HEADER.size:end]).decode("utf-8")
+        blobs = memoryview(raw)[end:]
+
+        def blob(fields):
+            if "$blob" not in fields:
+                return fields
+            where = fields["$blob"]
+            if (len(fields) != 1 or not isinstance(where, list) or len(where) != 2
+                    or not all(type(n) is int and n >= 0 for n in where) or sum(where) > len(blobs)):
+                raise ValueError("malformed blob reference")
+            return blobs[where[0]:where[0] + where[1]]
+
+        message = json.loads(text, object_hook=blob)
+        # Lone surrogates (valid JSON escapes, invalid UTF-8) can only come from a \ud... escape.
+        return _clean_strings(message) if "\\ud" in text or "\\uD" in text else message
+    except (ValueError, RecursionError, UnicodeDecodeError, MemoryError, struct.error) as error:
         raise ValueError(f"not a message: {type(error).__name__}") from None
 
 

@@ -12,9 +12,11 @@ reads plain data back. CUDA is first touched inside the worker, never in the
 fork server, so GPU grading works with forked workers.
 """
 
+import math
 import multiprocessing
 import os
 import resource
+import select
 import signal
 import stat
 import sys
@@ -178,6 +180,8 @@ class WorkerTransport:
             daemon=True,
         )
         self.dead = None
+        self.poller = select.poll()  # one poll object per worker: a selector per answer costs more than the answer
+        self.poller.register(self.conn.fileno(), select.POLLIN)
         with _START_LOCK:  # a sweep must never mistake a worker being started for a leftover
             self.process.start()  # the first start also starts the fork server: not the student's time
             _LIVE_WORKERS.add(self.process.pid)
@@ -210,8 +214,8 @@ class WorkerTransport:
             if remaining <= 0:
                 self._stop(f"time limit: this step ran past its {self.time_limit:g} s budget while {doing} "
                            "(an infinite loop, or work that grows too fast?)")
-            if self.conn.poll(min(remaining, WATCH_INTERVAL)):
-                return
+            if self.poller.poll(math.ceil(1000 * min(remaining, WATCH_INTERVAL))):
+                return  # an answer, or the worker's end closed (recv_bytes then says which)
             if processes.memory_bytes(self.process.pid, "VmRSS") - self.baseline > self.memory_limit:
                 self._stop(f"memory limit: your code used more than {self.memory_limit / 2**30:.3g} GiB while "
                            f"{doing} (a tensor far larger than the inputs?)")
