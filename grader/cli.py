@@ -11,7 +11,6 @@ from pathlib import Path
 
 from . import feedback, report
 from . import results as results_io
-from .judge import Options, grade_submission, zero_result
 from .bulk import grade_class, parse_shard, read_shards, shard, suite_digest, write_manifest
 from .submissions import UsageError, collect
 from .suite import ROOT, discover, max_points
@@ -34,10 +33,14 @@ def grading_engine(name):
         from .otter_engine import grade_with_otter
 
         return grade_with_otter
+    from .judge import grade_submission
+
     return grade_submission
 
 
 def grade_command(args):
+    from .judge import Options, zero_result  # imports torch: only the commands that grade pay for it
+
     tests = discover(kinds=("public",) if args.public_only else ("public", "hidden"))
     maxima = max_points(tests)
     options = Options(device=args.device, time_limit=args.time_limit, memory_limit=parse_size(args.memory_limit),

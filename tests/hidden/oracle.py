@@ -124,11 +124,12 @@ def multihead(x, params, num_heads, faults=()):
 
 
 def suspects(compute, faults):
-    """[(cause, output)] for each named fault, computed with `compute(faults=(fault,))`."""
+    """(cause, output) for each named fault, computed with `compute(faults=(fault,))` only when a
+    check asks for it: a check looks at them only when the student's output is wrong."""
     unknown = set(faults) - set(FAULTS) - set(MHA_FAULTS)
     if unknown:
         raise KeyError(f"the oracle cannot reproduce {sorted(unknown)}")
-    return [(CAUSE_OF.get(fault, fault), compute(faults=(fault,))) for fault in faults]
+    return ((CAUSE_OF.get(fault, fault), compute(faults=(fault,))) for fault in faults)
 
 
 def one_hot_tokens(batch, n, d_in):

@@ -1,5 +1,7 @@
 """Step 3 (masking): hidden checks."""
 
+import itertools
+
 import torch
 from oracle import randn, suspects, weights_of
 
@@ -77,8 +79,9 @@ def test_causal_weights(student):
         zeroed_after = weights_of(scores, d_k, causal=False) * torch.tril(torch.ones(n, n, dtype=torch.float64))
         expect_close(got, weights_of(scores, d_k), f"causal attention weights for scores of shape {shape}",
                      device=student.device, picture="causal",
-                     suspects=[*suspects(lambda faults: weights_of(scores, d_k, faults=faults), CAUSAL_FAULTS),
-                               ("not_renormalised", zeroed_after)])
+                     suspects=itertools.chain(
+                         suspects(lambda faults: weights_of(scores, d_k, faults=faults), CAUSAL_FAULTS),
+                         [("not_renormalised", zeroed_after)]))
 
 
 @graded("masking: causal_attention_weights ignores the scores of future positions", points=2)
