@@ -153,7 +153,8 @@ def expect_close(actual, expected, what, device="cpu", advice="", suspects=None,
     """`actual` must match `expected` within the device's tolerance.
 
     `suspects` maps a cause (a key of grader.diagnosis.CAUSES) to what the judge's
-    reference gives with that fault, on the same inputs (a dict, or (cause, tensor) pairs): when the student's output
+    reference gives with that fault, on the same inputs (a dict, or (cause, tensor) pairs, which may be
+    computed lazily: they are walked only when the output is wrong): when the student's output
     equals one (or is far closer to it than to the reference), the failure names
     that cause. `picture` ("causal" or "full") attaches the student's weights for a
     heatmap when `actual` are attention weights.

@@ -6,7 +6,6 @@ Two transports carry the requests: in-process (a student's quick `make check`)
 and a sandboxed worker process (grading; see `worker`).
 """
 
-
 from . import wire
 
 
