@@ -5,7 +5,7 @@ Printed values have four decimals, so comparisons against them use BOOK_ATOL.
 
 import torch
 
-from grader.testing import seeded
+from grader.testing import expect_tensor, seeded
 
 BOOK_ATOL = 1.5e-4
 
@@ -150,6 +150,14 @@ MHA_SEED123 = torch.tensor(
 def book_batch():
     """The chapter's batch: two copies of the 3-d inputs, shape (2, 6, 3)."""
     return torch.stack((INPUTS_3D, INPUTS_3D), dim=0)
+
+
+def expect_book_batch(out, printed, what, advice):
+    """Both sequences of `book_batch()` give the chapter's printed output; `advice` says what to check."""
+    out = expect_tensor(out, what, shape=(2, 6, 2))
+    for b in range(2):
+        assert torch.allclose(out[b].float(), printed, atol=BOOK_ATOL), (
+            f"batch element {b} differs from the chapter's printout. {advice}")
 
 
 def seeded_rand_weights(seed, d_in, d_out):

@@ -1,7 +1,7 @@
 """Step 5 (causal_attention): public checks. Run them with `make check STEP=causal_attention`."""
 
 import torch
-from chapter_data import BOOK_ATOL, CAUSAL_SEED123, book_batch
+from chapter_data import CAUSAL_SEED123, book_batch, expect_book_batch
 
 from grader.testing import expect_tensor, graded, seeded
 
@@ -9,12 +9,10 @@ from grader.testing import expect_tensor, graded, seeded
 @graded("causal_attention: reproduces the chapter (seed 123)", points=2)
 def test_book(student):
     module = student.build("CausalAttention", 3, 2, 6, 0.0, seed=123)
-    out = expect_tensor(module.forward(book_batch()), "CausalAttention output", shape=(2, 6, 2))
-    for b in range(2):
-        assert torch.allclose(out[b].float(), CAUSAL_SEED123, atol=BOOK_ATOL), (
-            f"batch element {b} differs from the chapter's printout. Check the construction order "
-            "(W_query, W_key, W_value as nn.Linear(d_in, d_out, bias=qkv_bias), in that order, nothing random "
-            "before them), the mask (hide j > i with -inf), the scaling by sqrt(d_k) and the softmax over dim=-1")
+    expect_book_batch(module.forward(book_batch()), CAUSAL_SEED123, "CausalAttention output",
+                      "Check the construction order (W_query, W_key, W_value as nn.Linear(d_in, d_out, "
+                      "bias=qkv_bias), in that order, nothing random before them), the mask (hide j > i with -inf), "
+                      "the scaling by sqrt(d_k) and the softmax over dim=-1")
 
 
 @graded("causal_attention: output has shape (b, n, d_out) for n < context_length", points=1)

@@ -1,7 +1,7 @@
 """Step 7 (multihead_attention): public checks. Run them with `make check STEP=multihead_attention`."""
 
 import torch
-from chapter_data import BOOK_ATOL, MHA_SEED123, book_batch
+from chapter_data import MHA_SEED123, book_batch, expect_book_batch
 
 from grader.student import StudentError
 from grader.testing import expect_tensor, graded, seeded
@@ -10,12 +10,10 @@ from grader.testing import expect_tensor, graded, seeded
 @graded("multihead_attention: reproduces the chapter (seed 123)", points=2)
 def test_book(student):
     module = student.build("MultiHeadAttention", 3, 2, 6, 0.0, 2, seed=123)
-    out = expect_tensor(module.forward(book_batch()), "MultiHeadAttention output", shape=(2, 6, 2))
-    for b in range(2):
-        assert torch.allclose(out[b].float(), MHA_SEED123, atol=BOOK_ATOL), (
-            f"batch element {b} differs from the chapter's printout. Check the construction order (W_query, "
-            "W_key, W_value, then out_proj = nn.Linear(d_out, d_out), nothing random before them), the split "
-            "into heads (view, then transpose(1, 2)), the merge (transpose back, then view) and out_proj")
+    expect_book_batch(module.forward(book_batch()), MHA_SEED123, "MultiHeadAttention output",
+                      "Check the construction order (W_query, W_key, W_value, then out_proj = nn.Linear(d_out, "
+                      "d_out), nothing random before them), the split into heads (view, then transpose(1, 2)), the "
+                      "merge (transpose back, then view) and out_proj")
 
 
 @graded("multihead_attention: output has shape (b, n, d_out)", points=1)
