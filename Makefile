@@ -61,7 +61,7 @@ report: $(VENV)/.installed
 
 # Over the bug catalogue: how often the feedback names the expected cause; never a cause for a correct variant.
 diagnose-report: $(VENV)/.installed
-	$(PY) tests/catalogue/diagnose.py
+	$(PY) -m grader.faults.measure
 
 student: $(VENV)/.installed
 	$(PY) -m grader generate

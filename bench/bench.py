@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "catalogue")]
+sys.path[:0] = [str(ROOT)]  # run as a script (make bench): the kit's package sits beside bench/
 
-from grader import processes  # noqa: E402
-from grader.generate import clean_solution  # noqa: E402
-from samples import synthetic_class  # noqa: E402
+from grader.build.exercises import clean_solution  # noqa: E402
+from grader.faults.samples import synthetic_class  # noqa: E402
+from grader.sandbox import processes  # noqa: E402
 
 PYTHON = sys.executable
 TARGETS = {"bulk_ratio": 20.0, "check_ratio": 1.5, "peak_mb": 700.0}

@@ -9,42 +9,37 @@ import sys
 import time
 from pathlib import Path
 
-from . import feedback, report
-from . import results as results_io
-from .bulk import grade_class, parse_shard, read_shards, shard, suite_digest, write_manifest
-from .submissions import UsageError, collect
-from .suite import ROOT, discover, max_points
+from grader.classes import tables
+from grader.classes.bulk import grade_class, parse_shard, read_shards, shard, suite_digest, write_manifest
+from grader.classes.submissions import UsageError, collect
+from grader.feedback import page as feedback
+from grader.feedback import report
+from grader.judging import results_json as results_io
+from grader.check.suite import discover, max_points
+from grader.outfiles import write_atomic
+from grader.paths import SAMPLE_CLASS
+from grader.sandbox.limits import DEFAULTS, Limits, parse_size
 
-DEFAULT_CLASS = ROOT / "samples" / "class"
 DEFAULT_JOBS = 2 * (os.cpu_count() or 1)
-
-
-def parse_size(text):
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    text = text.strip().lower().rstrip("ib").rstrip("b")
-    if text and text[-1] in units:
-        return int(float(text[:-1]) * units[text[-1]])
-    return int(text)
 
 
 def grading_engine(name):
     """The function that grades one file: the kit's sandboxed judge, or stock Otter for comparison."""
     if name == "otter":
-        from .otter_engine import grade_with_otter
+        from grader.integrations.otter_engine import grade_with_otter
 
         return grade_with_otter
-    from .judge import grade_submission
+    from grader.judging.judge import grade_submission
 
     return grade_submission
 
 
 def grade_command(args):
-    from .judge import Options, zero_result  # imports torch: only the commands that grade pay for it
+    from grader.judging.judge import Options, zero_result  # imports torch: only the commands that grade pay for it
 
     tests = discover(kinds=("public",) if args.public_only else ("public", "hidden"))
     maxima = max_points(tests)
-    options = Options(device=args.device, time_limit=args.time_limit, memory_limit=parse_size(args.memory_limit),
-                      submission_time_limit=args.submission_time_limit)
+    options = Options(args.device, Limits(args.time_limit, args.memory_limit, args.submission_time_limit))
     grade = grading_engine(args.engine)
     try:
         slice_of_class = parse_shard(args.shard) if args.shard else None
@@ -87,7 +82,7 @@ def grade_command(args):
             if not args.shard:  # a shard's class files come from `merge`
                 write_class_files(out, graded, maxima, args)
             where = out
-        print(results_io.score_table(graded, maxima))
+        print(tables.score_table(graded, maxima))
         print(f"\n{len(graded)} submission(s) graded in {time.monotonic() - started:.1f}s; results in {where}")
         return 0
     finally:
@@ -108,20 +103,20 @@ def merge_command(args):
     for name, (path, _) in found.items():
         target = out / "results" / f"{name}.json"
         if path.resolve() != target.resolve():
-            results_io.write_atomic(target, path.read_text(encoding="utf-8"))
+            write_atomic(target, path.read_text(encoding="utf-8"))
     graded = [result for _, result in found.values()]
     maxima = max_points(discover())
     write_class_files(out, graded, maxima, args)
-    print(results_io.score_table(graded, maxima))
+    print(tables.score_table(graded, maxima))
     print(f"\nmerged {len(args.shards)} shard(s), {len(graded)} submission(s), into {out}")
     return 0
 
 
 def write_class_files(out, graded, maxima, args):
     """Everything written once per class, after all its submissions are graded (grades.csv...)."""
-    results_io.write_atomic(out / "grades.csv", results_io.grades_csv(graded))
+    write_atomic(out / "grades.csv", tables.grades_csv(graded))
     if getattr(args, "roster", None):  # Canvas and Moodle import files, one row per roster student
-        from . import lms
+        from grader.integrations import lms
 
         for note in lms.write_lms_files(out, graded, maxima, args.roster):
             print(f"note: {note}", file=sys.stderr)
@@ -131,7 +126,7 @@ def write_class_files(out, graded, maxima, args):
 
 
 def generate_command(args):
-    from .generate import check_fresh, generate_all
+    from grader.build.exercises import check_fresh, generate_all
 
     if args.check:
         stale = check_fresh()
@@ -155,16 +150,33 @@ def report_command(args):
 
 
 def publish_command(args):
-    from .publish import PARTS, publish
+    from grader.build.publish import PARTS, publish
 
     for path in publish(args.dist, args.parts or PARTS):
         print(f"wrote {path}")
     return 0
 
 
+def seconds_argument(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (e.g. 10 or 2.5)")
+    return value
+
+
+def size_argument(text):
+    try:
+        return parse_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def roster_argument(text):
     """--roster: checked before any grading, so a bad roster costs seconds, not a graded class."""
-    from . import lms
+    from grader.integrations import lms
 
     try:
         lms.read_roster(text)
@@ -177,21 +189,23 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     grade = commands.add_parser("grade", help="grade a .py, .ipynb, folder or .zip of submissions")
-    grade.add_argument("path", nargs="?", default=str(DEFAULT_CLASS), help="default: the bundled sample class")
+    grade.add_argument("path", nargs="?", default=str(SAMPLE_CLASS), help="default: the bundled sample class")
     grade.add_argument("--out", default="out", help="folder for results (default: out)")
     grade.add_argument("--results", default=None, help="results.json path for a single submission")
     grade.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
                        help=f"submissions graded at once (default {DEFAULT_JOBS}: two per core, so that one's "
                             "worker computes while the other's judge thread checks)")
-    grade.add_argument("--time-limit", type=float, default=10.0, help="seconds per step (default 10)")
-    grade.add_argument("--memory-limit", default="2GiB", help="memory cap per step (default 2GiB)")
+    grade.add_argument("--time-limit", type=seconds_argument, default=DEFAULTS.step_seconds,
+                       help=f"seconds per step (default {DEFAULTS.step_seconds:g})")
+    grade.add_argument("--memory-limit", type=size_argument, default=DEFAULTS.memory_bytes,
+                       help=f"memory cap per step, e.g. 512MiB (default {DEFAULTS.memory_bytes >> 30}GiB)")
     grade.add_argument("--device", default="cpu", help="cpu or cuda")
     grade.add_argument("--public-only", action="store_true", help="grade with the public tests only")
     grade.add_argument("--roster", type=roster_argument, default=None,
                        help="class list CSV (a Canvas gradebook export, a Moodle or plain roster): also write "
                             "OUT/canvas_grades.csv and OUT/moodle_grades.csv, empty for students who did not submit")
-    grade.add_argument("--submission-time-limit", type=float, default=120.0,
-                       help="seconds for all steps of one submission (default 120)")
+    grade.add_argument("--submission-time-limit", type=seconds_argument, default=DEFAULTS.submission_seconds,
+                       help=f"seconds for all steps of one submission (default {DEFAULTS.submission_seconds:g})")
     grade.add_argument("--shard", default=None, help="i/N: grade only the i-th of N slices of the class")
     grade.add_argument("--engine", choices=("kit", "otter"), default="kit",
                        help="kit: the sandboxed grader (default); otter: `otter run` with dist/otter's zip")

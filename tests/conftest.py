@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from grader.steps import STEP_KEYS
-from grader.student import in_process
+from grader.chapter import STEP_KEYS
+from grader.check.student import in_process
 
 # Everything imported so far (torch above all) lives as long as the run: out of the collector's
 # sight, the collections pytest runs when it finishes take milliseconds instead of half a second.

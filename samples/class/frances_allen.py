@@ -2,7 +2,7 @@
 
 Fill in every function or method that raises NotImplementedError. Keep the
 names and signatures exactly: the autograder calls them by name.
-Check one step with `make check STEP=projection` (see README.md).
+Check one step with `python check.py projection` (see README.md).
 This file was generated from the course's solutions; your edits are yours.
 """
 

@@ -9,10 +9,10 @@ projection and SelfAttention_v1 tests.
 """
 
 import torch
-from oracle import identity_values, linear, one_hot_tokens, qkv_params, randn, split_heads, weights_of
+from .oracle import identity_values, linear, one_hot_tokens, qkv_params, randn, split_heads, weights_of
 
-from grader.student import StudentError
-from grader.testing import CAUSES, Failure, details_of, expect_close, expect_tensor, seeded, tolerance
+from grader.check.student import StudentError
+from grader.check.testing import CAUSES, Failure, details_of, expect_close, expect_tensor, seeded, tolerance
 
 
 def probe_params(d_in, d_out, n, heads=1, seed=0, out_proj=False):

@@ -1,10 +1,10 @@
 """Step 5 (causal_attention): hidden checks."""
 
-from oracle import linear_attention, qkv_params, randn, suspects
-from probes import (check_batch_independent, check_causal, check_lengths, check_module_dropout, dropout_hits_weights,
+from .oracle import linear_attention, qkv_params, randn, suspects
+from .probes import (check_batch_independent, check_causal, check_lengths, check_module_dropout, dropout_hits_weights,
                     ones_value_params, probe_params, probe_weights, weights_from_output)
 
-from grader.testing import Failure, expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded
+from grader.check.testing import Failure, expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded
 
 B, N, CONTEXT, D_IN, D_OUT = 3, 5, 7, 8, 6
 FAULTS = ("softmax_dim", "softmax_batch", "no_scale", "scale_dk", "scale_after", "scale_d_in", "zero_fill",
@@ -23,20 +23,20 @@ def check_against_reference(student, x, params, bias, what):
                  suspects=suspects(lambda faults: linear_attention(x, params, True, faults), FAULTS))
 
 
-@graded("causal_attention: with injected weights the output matches the reference (eval mode)", points=4)
+@graded("causal_attention: with injected weights the output matches the reference (eval mode)", weight=4)
 def test_injected(student):
     x = randn(B, N, D_IN, seed=1)
     check_against_reference(student, x, qkv_params(D_IN, D_OUT, seed=2), False, "CausalAttention outputs")
 
 
-@graded("causal_attention: qkv_bias=True adds biases to the projections, and they are used", points=2)
+@graded("causal_attention: qkv_bias=True adds biases to the projections, and they are used", weight=2)
 def test_bias(student):
     x = randn(B, N, D_IN, seed=3)
     check_against_reference(student, x, qkv_params(D_IN, D_OUT, seed=4, bias=True), True,
                             "CausalAttention outputs with qkv_bias=True")
 
 
-@graded("causal_attention: each row of the attention weights sums to one and hides the future", points=2)
+@graded("causal_attention: each row of the attention weights sums to one and hides the future", weight=2)
 def test_weights_through_values(student):
     params = probe_params(D_IN, D_OUT, N)
     module = build(student, qkv_bias=True)
@@ -47,21 +47,21 @@ def test_weights_through_values(student):
     expect_rows_sum_to_one(weights, what, student.device, causal=True)
 
 
-@graded("causal_attention: changing future tokens does not change earlier outputs", points=2)
+@graded("causal_attention: changing future tokens does not change earlier outputs", weight=2)
 def test_causality(student):
     module = build(student, params=qkv_params(D_IN, D_OUT, seed=5))
     check_causal(module, randn(B, N, D_IN, seed=6), "CausalAttention output", student.device,
                  "mask the scores above the diagonal (and keep the masked result)")
 
 
-@graded("causal_attention: each sequence in a batch is processed independently", points=2)
+@graded("causal_attention: each sequence in a batch is processed independently", weight=2)
 def test_batch_independence(student):
     module = build(student, params=qkv_params(D_IN, D_OUT, seed=8))
     check_batch_independent(module, randn(B, N, D_IN, seed=9), "CausalAttention output", student.device,
                             "the batch axis is being mixed (transpose(1, 2) for the keys, not .T)")
 
 
-@graded("causal_attention: eval mode is deterministic; training drops and rescales attention weights", points=2)
+@graded("causal_attention: eval mode is deterministic; training drops and rescales attention weights", weight=2)
 def test_dropout_in_module(student):
     p = 0.3
     module = build(student, dropout=p, qkv_bias=True)
@@ -75,7 +75,7 @@ def test_dropout_in_module(student):
                       cause="dropout_on_context")
 
 
-@graded("causal_attention: works for one token and for a full context_length", points=1)
+@graded("causal_attention: works for one token and for a full context_length", weight=1)
 def test_lengths(student):
     params = qkv_params(D_IN, D_OUT, seed=11)
     module = build(student, params=params)

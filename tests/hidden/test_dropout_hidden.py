@@ -3,9 +3,9 @@
 import math
 
 import torch
-from oracle import generator, randn
+from .oracle import generator, randn
 
-from grader.testing import Failure, expect_tensor, graded
+from grader.check.testing import Failure, expect_tensor, graded
 
 SIZE = (8, 64, 64)  # 32768 entries: the zero rate is within 1% of p with overwhelming probability
 
@@ -15,7 +15,7 @@ def dropped(student, weights, p, seed):
     return expect_tensor(out, f"dropout output (p={p})", shape=tuple(weights.shape))
 
 
-@graded("dropout: the share of zeroed weights is p (p=0.2 and p=0.7)", points=2)
+@graded("dropout: the share of zeroed weights is p (p=0.2 and p=0.7)", weight=2)
 def test_zero_rate(student):
     weights = torch.rand(*SIZE, generator=generator(5)) + 0.5
     for p in (0.2, 0.7):
@@ -29,7 +29,7 @@ def test_zero_rate(student):
                           cause="dropout_keep_probability" if keeps else None)
 
 
-@graded("dropout: surviving weights are scaled by 1/(1-p)", points=3)
+@graded("dropout: surviving weights are scaled by 1/(1-p)", weight=3)
 def test_rescaling(student):
     weights = torch.rand(*SIZE, generator=generator(5)) + 0.5
     p = 0.25
@@ -49,7 +49,7 @@ def test_rescaling(student):
                       + (f": {guess}" if guess else ""), cause=cause)
 
 
-@graded("dropout: p=0 changes nothing even while training, and nothing is dropped when not training", points=1)
+@graded("dropout: p=0 changes nothing even while training, and nothing is dropped when not training", weight=1)
 def test_p_zero(student):
     weights = torch.softmax(randn(2, 5, 5, seed=1), dim=-1)
     out = expect_tensor(student.call("attention_dropout", weights, 0.0, training=True, seed=3), "dropout output")
@@ -61,7 +61,7 @@ def test_p_zero(student):
                           "while training", cause="dropout_in_eval")
 
 
-@graded("dropout: each weight is dropped independently and afresh on every call", points=1)
+@graded("dropout: each weight is dropped independently and afresh on every call", weight=1)
 def test_randomness(student):
     weights = torch.ones(*SIZE)
     first = dropped(student, weights, 0.5, seed=21) == 0

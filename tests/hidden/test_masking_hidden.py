@@ -3,9 +3,9 @@
 import itertools
 
 import torch
-from oracle import randn, suspects, weights_of
+from .oracle import randn, suspects, weights_of
 
-from grader.testing import (Failure, expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor,
+from grader.check.testing import (Failure, expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor,
                             graded)
 
 CAUSAL_FAULTS = ("zero_fill", "no_mask", "mask_past", "softmax_dim", "softmax_batch", "no_scale", "scale_dk",
@@ -19,7 +19,7 @@ def wrong_masks(n):
             ("mask_past", torch.tril(ones, diagonal=-1))]
 
 
-@graded("masking: causal_mask is right for every length from 1 to 9", points=1)
+@graded("masking: causal_mask is right for every length from 1 to 9", weight=1)
 def test_mask_lengths(student):
     for n in range(9, 0, -1):  # longest first: for one token, hiding the diagonal and the past look the same
         mask = expect_tensor(student.call("causal_mask", n), f"causal_mask({n})", shape=(n, n))
@@ -52,7 +52,7 @@ def renormalize_suspects(weights):
     return found
 
 
-@graded("masking: mask_and_renormalize matches the reference on a batch", points=2)
+@graded("masking: mask_and_renormalize matches the reference on a batch", weight=2)
 def test_renormalize(student):
     # One matrix first: there a missing keepdim=True gives numbers (on a batch it raises).
     for weights in (torch.softmax(randn(5, 5, seed=7, scale=2.0), dim=-1),
@@ -62,7 +62,7 @@ def test_renormalize(student):
                      device=student.device, picture="causal", suspects=renormalize_suspects(weights))
 
 
-@graded("masking: mask_and_renormalize rows sum to one and the future is zero", points=1)
+@graded("masking: mask_and_renormalize rows sum to one and the future is zero", weight=1)
 def test_renormalize_properties(student):
     weights = torch.softmax(randn(2, 6, 6, seed=2), dim=-1)
     got = expect_tensor(student.call("mask_and_renormalize", weights), "renormalised weights", shape=(2, 6, 6))
@@ -70,7 +70,7 @@ def test_renormalize_properties(student):
     expect_rows_sum_to_one(got, "the renormalised weights", student.device, causal=True)
 
 
-@graded("masking: causal_attention_weights matches the reference on a batch", points=3)
+@graded("masking: causal_attention_weights matches the reference on a batch", weight=3)
 def test_causal_weights(student):
     for shape, d_k in (((5, 5), 3), ((2, 6, 6), 7)):
         scores = randn(*shape, seed=3, scale=2.0)
@@ -84,7 +84,7 @@ def test_causal_weights(student):
                          [("not_renormalised", zeroed_after)]))
 
 
-@graded("masking: causal_attention_weights ignores the scores of future positions", points=2)
+@graded("masking: causal_attention_weights ignores the scores of future positions", weight=2)
 def test_causal_ignores_future(student):
     scores = randn(2, 6, 6, seed=4)
     future = torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1)
@@ -99,7 +99,7 @@ def test_causal_ignores_future(student):
                              "result of masked_fill)")
 
 
-@graded("masking: causal_attention_weights rows sum to one and the future is zero", points=1)
+@graded("masking: causal_attention_weights rows sum to one and the future is zero", weight=1)
 def test_causal_properties(student):
     scores = randn(3, 7, 7, seed=6, scale=4.0)
     got = expect_tensor(student.call("causal_attention_weights", scores, 5), "causal attention weights")

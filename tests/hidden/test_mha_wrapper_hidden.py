@@ -6,10 +6,10 @@ bug in the student's CausalAttention costs points in its own step, not here.
 """
 
 import torch
-from oracle import randn
+from .oracle import randn
 
-from grader.session import StandInHead
-from grader.testing import Failure, expect_close, expect_tensor, graded, seeded
+from grader.check.session import StandInHead
+from grader.check.testing import Failure, expect_close, expect_tensor, graded, seeded
 
 B, N, CONTEXT, D_IN, D_OUT, HEADS = 2, 5, 7, 6, 4, 3
 
@@ -38,7 +38,7 @@ def expect_heads(info):
     assert length == HEADS, f"self.heads holds {length} heads, expected num_heads={HEADS}"
 
 
-@graded("mha_wrapper: the output is its heads' outputs concatenated along the last axis", points=3)
+@graded("mha_wrapper: the output is its heads' outputs concatenated along the last axis", weight=3)
 def test_concatenation(student):
     module = build(student)
     expect_heads(module.describe())
@@ -52,7 +52,7 @@ def test_concatenation(student):
                            "first_head_only": heads[0]})
 
 
-@graded("mha_wrapper: every head is a separate module with its own weights", points=2)
+@graded("mha_wrapper: every head is a separate module with its own weights", weight=2)
 def test_separate_heads(student):
     module = build(student)
     info = module.describe()
@@ -71,7 +71,7 @@ def test_separate_heads(student):
                 "independently so that the heads can learn different things")
 
 
-@graded("mha_wrapper: heads get d_in, d_out, context_length, dropout and qkv_bias", points=1)
+@graded("mha_wrapper: heads get d_in, d_out, context_length, dropout and qkv_bias", weight=1)
 def test_arguments_passed(student):
     info = build(student, dropout=0.25, qkv_bias=True).describe()
     expect_heads(info)
@@ -95,7 +95,7 @@ def test_arguments_passed(student):
             f"heads[{h}] was not built for context_length={CONTEXT}: pass context_length on to every head")
 
 
-@graded("mha_wrapper: heads are created in order, one CausalAttention after another", points=1)
+@graded("mha_wrapper: heads are created in order, one CausalAttention after another", weight=1)
 def test_construction_order(student):
     module = build(student, seed=123)
     expect_heads(module.describe())

@@ -1,11 +1,11 @@
 """Step 7 (multihead_attention): hidden checks."""
 
 import torch
-from oracle import linear_attention, linear_params, multihead, qkv_params, randn, suspects
-from probes import (check_batch_independent, check_causal, check_lengths, check_module_dropout, dropout_hits_weights,
+from .oracle import linear_attention, linear_params, multihead, qkv_params, randn, suspects
+from .probes import (check_batch_independent, check_causal, check_lengths, check_module_dropout, dropout_hits_weights,
                     ones_value_params, probe_params, probe_weights, weights_from_output)
 
-from grader.testing import Failure, expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded
+from grader.check.testing import Failure, expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded
 
 B, N, CONTEXT, D_IN, D_OUT, HEADS = 3, 5, 7, 6, 8, 2  # head_dim = 4
 FAULTS = ("split_no_transpose", "merge_no_transpose", "no_out_proj", "scale_d_out", "scale_d_in", "softmax_dim",
@@ -31,7 +31,7 @@ def check_against_reference(student, x, params, qkv_bias, what, heads=HEADS, d_o
                  suspects=suspects(lambda faults: multihead(x, params, heads, faults), FAULTS))
 
 
-@graded("multihead_attention: with injected weights the output matches the reference (eval mode)", points=4)
+@graded("multihead_attention: with injected weights the output matches the reference (eval mode)", weight=4)
 def test_injected(student):
     x = randn(B, N, D_IN, seed=1)
     check_against_reference(student, x, mha_params(2), False, "MultiHeadAttention outputs (2 heads of size 4)")
@@ -39,7 +39,7 @@ def test_injected(student):
                             "MultiHeadAttention outputs (3 heads of size 3)", heads=3, d_out=9)
 
 
-@graded("multihead_attention: equals the wrapper of single heads when given their weights", points=3)
+@graded("multihead_attention: equals the wrapper of single heads when given their weights", weight=3)
 def test_matches_wrapper(student):
     head_dim = D_OUT // HEADS
     heads = [qkv_params(D_IN, head_dim, seed=10 * h) for h in range(HEADS)]
@@ -55,7 +55,7 @@ def test_matches_wrapper(student):
                         "h-th CausalAttention of the wrapper")
 
 
-@graded("multihead_attention: each head's attention weights sum to one per row and hide the future", points=2)
+@graded("multihead_attention: each head's attention weights sum to one per row and hide the future", weight=2)
 def test_weights_through_values(student):
     d_out, heads = 12, 2  # head_dim 6 >= N tokens, so every head's weights can be read off
     params = probe_params(D_IN, d_out, N, heads=heads, out_proj=True)
@@ -67,7 +67,7 @@ def test_weights_through_values(student):
     expect_rows_sum_to_one(weights, what, student.device, causal=True)
 
 
-@graded("multihead_attention: changing future tokens does not change earlier outputs", points=2)
+@graded("multihead_attention: changing future tokens does not change earlier outputs", weight=2)
 def test_causality(student):
     module = build(student, params=mha_params(5))
     check_causal(module, randn(B, N, D_IN, seed=6), "MultiHeadAttention output", student.device,
@@ -75,14 +75,14 @@ def test_causality(student):
                  "tokens apart")
 
 
-@graded("multihead_attention: each sequence in a batch is processed independently", points=1)
+@graded("multihead_attention: each sequence in a batch is processed independently", weight=1)
 def test_batch_independence(student):
     module = build(student, params=mha_params(8))
     check_batch_independent(module, randn(B, N, D_IN, seed=9), "MultiHeadAttention output", student.device,
                             "the batch axis is mixed with the others (view/reshape with the batch size first)")
 
 
-@graded("multihead_attention: eval mode is deterministic; training applies dropout to the weights", points=1)
+@graded("multihead_attention: eval mode is deterministic; training applies dropout to the weights", weight=1)
 def test_dropout(student):
     p, d_out, heads = 0.3, 12, 2
     module = build(student, d_out=d_out, heads=heads, dropout=p, qkv_bias=True)
@@ -96,13 +96,13 @@ def test_dropout(student):
                       cause="dropout_on_context")
 
 
-@graded("multihead_attention: qkv_bias and the out_proj bias are used", points=1)
+@graded("multihead_attention: qkv_bias and the out_proj bias are used", weight=1)
 def test_biases(student):
     x = randn(B, N, D_IN, seed=11)
     check_against_reference(student, x, mha_params(12, bias=True), True, "MultiHeadAttention outputs with biases")
 
 
-@graded("multihead_attention: works for one token and for a full context_length", points=1)
+@graded("multihead_attention: works for one token and for a full context_length", weight=1)
 def test_lengths(student):
     params = mha_params(13)
     module = build(student, params=params)

@@ -1,12 +1,12 @@
 """Step 1 (projection): hidden checks."""
 
-from oracle import randn
-from probes import ROLES, check_draws
+from .oracle import randn
+from .probes import ROLES, check_draws
 
-from grader.testing import expect_close, graded
+from grader.check.testing import expect_close, graded
 
 
-@graded("projection: init_qkv_weights draws W_query, W_key, W_value in that order with torch.rand", points=2)
+@graded("projection: init_qkv_weights draws W_query, W_key, W_value in that order with torch.rand", weight=2)
 def test_init_draw_order(student):
     weights = student.call("init_qkv_weights", 6, 4, seed=7)
     assert isinstance(weights, tuple) and len(weights) == 3, "return the tuple (W_query, W_key, W_value)"
@@ -28,7 +28,7 @@ def check_project(student, x, weights):
                      advice="each projection is x @ W (x on the left; W has shape (d_in, d_out))", suspects=others)
 
 
-@graded("projection: project matches x @ W for batched and single sequences", points=3)
+@graded("projection: project matches x @ W for batched and single sequences", weight=3)
 def test_project_batched(student):
     check_project(student, randn(2, 4, 5, seed=5), [randn(5, 5, seed=s) for s in (6, 7, 8)])
     W_query, W_key, W_value = (randn(5, 3, seed=s) for s in (1, 2, 3))

@@ -3,17 +3,17 @@
 import math
 
 import torch
-from oracle import linear_attention, linear_params, randn, self_attention, suspects, weights_of
-from probes import check_draws
+from .oracle import linear_attention, linear_params, randn, self_attention, suspects, weights_of
+from .probes import check_draws
 
-from grader.testing import Failure, expect_close, expect_tensor, graded, scalar
+from grader.check.testing import Failure, expect_close, expect_tensor, graded, scalar
 
 WEIGHT_FAULTS = ("softmax_dim", "softmax_batch", "no_scale", "scale_dk", "scale_after")
 MODULE_FAULTS = WEIGHT_FAULTS + ("scores_kq", "scale_d_in")
 UNIFORM_PRODUCT_VARIANCE = 1 / 9 - 1 / 16  # Var(q_i k_i) for q_i, k_i uniform in [0, 1)
 
 
-@graded("scaling: attention_scores match queries @ keys^T, batched", points=2)
+@graded("scaling: attention_scores match queries @ keys^T, batched", weight=2)
 def test_scores(student):
     for shape in ((5, 3), (2, 5, 3)):
         queries, keys = randn(*shape, seed=1), randn(*shape, seed=2)
@@ -27,7 +27,7 @@ def test_scores(student):
                      suspects={"scores_kq": expected.transpose(-2, -1)})
 
 
-@graded("scaling: scaled_attention_weights = softmax(scores / sqrt(d_k)) along each row", points=2)
+@graded("scaling: scaled_attention_weights = softmax(scores / sqrt(d_k)) along each row", weight=2)
 def test_scaled_weights(student):
     for shape, d_k in (((5, 5), 9), ((3, 4, 4), 16)):
         scores = randn(*shape, seed=3, scale=3.0)
@@ -39,7 +39,7 @@ def test_scaled_weights(student):
                                        WEIGHT_FAULTS))
 
 
-@graded("scaling: context_vectors are the weighted sums of the values, batched", points=1)
+@graded("scaling: context_vectors are the weighted sums of the values, batched", weight=1)
 def test_context(student):
     weights = torch.softmax(randn(2, 5, 5, seed=4), dim=-1)
     values = randn(2, 5, 3, seed=5)
@@ -50,7 +50,7 @@ def test_context(student):
                  suspects={"context_transposed": weights.double().transpose(-2, -1) @ values.double()})
 
 
-@graded("scaling: dot_product_variance grows with dim and scaling by sqrt(dim) undoes it", points=1)
+@graded("scaling: dot_product_variance grows with dim and scaling by sqrt(dim) undoes it", weight=1)
 def test_variance(student):
     for dim in (5, 100):
         result = student.call("dot_product_variance", dim, num_trials=2000, seed=3)
@@ -77,14 +77,14 @@ def test_variance(student):
                       cause="variance_not_seeded")
 
 
-@graded("scaling: SelfAttention_v1 creates W_query, W_key, W_value in that order with torch.rand", points=1)
+@graded("scaling: SelfAttention_v1 creates W_query, W_key, W_value in that order with torch.rand", weight=1)
 def test_v1_draws(student):
     d_in, d_out = 4, 3
     state = student.build("SelfAttention_v1", d_in, d_out, seed=5).state()
     check_draws(state, d_in, d_out, seed=5, what="SelfAttention_v1.")
 
 
-@graded("scaling: SelfAttention_v1 with injected weights matches the reference", points=1)
+@graded("scaling: SelfAttention_v1 with injected weights matches the reference", weight=1)
 def test_v1_injected(student):
     d_in, d_out, n = 5, 3, 4
     params = {role: randn(d_in, d_out, seed=seed) for role, seed in (("W_query", 1), ("W_key", 2), ("W_value", 3))}
@@ -96,7 +96,7 @@ def test_v1_injected(student):
                                    MODULE_FAULTS))
 
 
-@graded("scaling: SelfAttention_v2 with injected weights and qkv_bias matches the reference", points=2)
+@graded("scaling: SelfAttention_v2 with injected weights and qkv_bias matches the reference", weight=2)
 def test_v2_injected(student):
     d_in, d_out, n = 5, 3, 4
     x = randn(n, d_in, seed=4)

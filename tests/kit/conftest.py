@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.generate import clean_solution, code_sections, exercise_module, notebook
-from grader.judge import Options, grade_submission
-from grader.suite import ROOT, discover, max_points
-
-sys.path.insert(0, str(ROOT / "tests" / "catalogue"))
+from grader.build.exercises import clean_solution, code_sections, exercise_module, notebook
+from grader.judging.judge import Options, grade_submission
+from grader.paths import ROOT
+from grader.check.suite import discover, max_points
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +29,7 @@ def grade_text(folder, name, text, suite, **options):
         path.write_bytes(text)
     else:
         path.write_text(text)
-    return grade_submission(path, Path(name).stem, suite, Options(**options))
+    return grade_submission(path, Path(name).stem, suite, Options.of(**options))
 
 
 @pytest.fixture
@@ -68,14 +67,14 @@ def clean():
 # test_catalogue checks their scores, test_diagnosis the causes their feedback names.
 @pytest.fixture(scope="session")
 def graded_bugs(grade_many, clean):
-    from bugs import BUGS
+    from grader.faults.bugs import BUGS
 
     return grade_many({bug.id: bug.apply(clean) for bug in BUGS})
 
 
 @pytest.fixture(scope="session")
 def graded_variants(grade_many, clean):
-    from variants import VARIANTS
+    from grader.faults.variants import VARIANTS
 
     return grade_many({variant.id: variant.apply(clean) for variant in VARIANTS})
 
@@ -93,7 +92,7 @@ def solution_notebook(clean):
 @pytest.fixture(scope="session")
 def otter_dist(tmp_path_factory):
     """`make publish`'s student and otter parts, built once per session into a temporary dist/."""
-    from grader.publish import publish
+    from grader.build.publish import publish
 
     folder = tmp_path_factory.mktemp("dist")
     publish(folder, parts=("student", "otter"))

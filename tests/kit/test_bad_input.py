@@ -20,13 +20,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import submissions, wire
-from grader.loader import SubmissionError, read_chunks
-from grader.session import Session
-from grader.student import StudentError, in_process
-from grader.submissions import collect
-from grader.suite import ROOT
-from grader.testing import expect_tensor
+from grader.classes import submissions
+from grader.check import wire
+from grader.check.loader import SubmissionError, read_chunks
+from grader.check.session import Session
+from grader.check.student import StudentError, in_process
+from grader.classes.submissions import collect
+from grader.paths import ROOT
+from grader.check.testing import expect_tensor
+from grader.chapter import TOTAL_POINTS
 
 TEN_MB = 10 * 1024 * 1024
 
@@ -119,8 +121,8 @@ def folder_run(tmp_path_factory, clean, solution_notebook):
 
 
 def test_the_good_submission_keeps_full_marks(folder_run):
-    assert folder_run.results("good")["score"] == 100
-    assert float(folder_run.grades["good"][-1]) == 100
+    assert folder_run.results("good")["score"] == TOTAL_POINTS
+    assert float(folder_run.grades["good"][-1]) == TOTAL_POINTS
 
 
 def test_every_submission_has_a_results_file_and_a_row(folder_run):
@@ -209,12 +211,12 @@ def test_a_tensor_on_the_meta_device_gets_a_clear_message(folder_run, maxima):
 
 
 def test_two_submissions_with_the_same_name_keep_their_own_results(folder_run):
-    assert folder_run.results("alice.py")["score"] == 100
-    assert folder_run.results("alice.ipynb")["score"] == 100
+    assert folder_run.results("alice.py")["score"] == TOTAL_POINTS
+    assert folder_run.results("alice.ipynb")["score"] == TOTAL_POINTS
     assert folder_run.results("alice.ipynb")["extra_data"]["submission"] == "alice.ipynb"
     # "alice smith/" (clean) and "alice_smith/" (a scaling bug) normalise to one safe name.
-    assert folder_run.results("alice_smith")["score"] == 100
-    assert folder_run.results("alice_smith-2")["score"] < 100
+    assert folder_run.results("alice_smith")["score"] == TOTAL_POINTS
+    assert folder_run.results("alice_smith-2")["score"] < TOTAL_POINTS
     assert "graded as 'alice_smith-2'" in folder_run.done.stderr
 
 
@@ -296,7 +298,7 @@ def zip_run(tmp_path_factory, clean):
 
 def test_the_good_submissions_in_a_hazardous_zip_keep_full_marks(zip_run):
     assert set(zip_run.grades) >= {"good", "bob"}
-    assert zip_run.results("good")["score"] == 100 and zip_run.results("bob")["score"] == 100
+    assert zip_run.results("good")["score"] == TOTAL_POINTS and zip_run.results("bob")["score"] == TOTAL_POINTS
 
 
 def test_zip_paths_outside_the_folder_are_skipped(zip_run):

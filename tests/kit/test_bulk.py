@@ -9,12 +9,14 @@ import sys
 import time
 
 import pytest
-from samples import synthetic_class
+from grader.faults.samples import synthetic_class
 
-from grader import results
-from grader.judge import Options, grade_submission
-from grader.steps import STEP_KEYS
-from grader.suite import ROOT
+from grader.classes import tables
+from grader.judging import results_json as results
+from grader.judging.judge import Options, grade_submission
+from grader.chapter import STEP_KEYS
+from grader.paths import ROOT
+from grader.chapter import TOTAL_POINTS
 
 COUNT = 16
 
@@ -47,7 +49,7 @@ def results_in(out):
 def test_progress_is_plain_lines_off_a_terminal(uninterrupted):
     grades = list(csv.DictReader((uninterrupted / "grades.csv").open()))
     assert len(grades) == COUNT and list(grades[0]) == ["submission", *STEP_KEYS, "total"]
-    assert {float(row["total"]) for row in grades} - {100.0}, "the class mixes bugs with correct files"
+    assert {float(row["total"]) for row in grades} - {float(TOTAL_POINTS)}, "the class mixes bugs with correct files"
 
 
 def test_kill_9_midway_then_rerun_gives_the_same_grades(classroom, uninterrupted, tmp_path):
@@ -87,7 +89,7 @@ def test_a_changed_submission_is_regraded(classroom, uninterrupted, tmp_path):
     done = cli("grade", folder, "--out", out)
     assert f"resuming: {COUNT - 1} of {COUNT}" in done.stderr
     rows = {row["submission"]: row for row in csv.DictReader((out / "grades.csv").open())}
-    assert float(rows["student_000"]["total"]) < 100
+    assert float(rows["student_000"]["total"]) < TOTAL_POINTS
 
 
 def test_shards_partition_the_class_and_merge_to_the_whole(classroom, uninterrupted, tmp_path):
@@ -120,13 +122,13 @@ def test_bad_shard_is_a_usage_error(classroom, tmp_path):
 
 
 def judged(classroom, out, suite, maxima, grade, judges, jobs):
-    from grader.bulk import grade_class
+    from grader.classes.bulk import grade_class
 
     submissions = [(path.stem, path) for path in sorted(classroom.glob("*.py"))[:8]]
     lines = io.StringIO()
     graded = grade_class(submissions, suite, Options(), out, maxima, grade, {"suite": "test"}, jobs=jobs,
                          stream=lines, judges=judges)
-    return results.grades_csv(graded), lines.getvalue()
+    return tables.grades_csv(graded), lines.getvalue()
 
 
 def test_two_judge_processes_grade_like_one(classroom, suite, maxima, tmp_path):

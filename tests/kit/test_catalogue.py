@@ -4,10 +4,10 @@ The catalogue is graded once per session by the `graded_bugs` / `graded_variants
 """
 
 import pytest
-from bugs import BUGS
-from variants import VARIANTS
+from grader.faults.bugs import BUGS
+from grader.faults.variants import VARIANTS
 
-from grader.steps import STEP_KEYS
+from grader.chapter import STEP_KEYS
 
 
 def test_catalogue_is_large_and_covers_every_step():

@@ -1,10 +1,18 @@
 """Diagnosis: the feedback names the right cause for the catalogue's bugs, and none for correct variants."""
 
 import pytest
-from bugs import BUGS
-from diagnose import TARGET, causes_named_for_variants, diagnosis_rate
+from grader.faults.bugs import BUGS
+from grader.faults.measure import TARGET, causes_named_for_variants, diagnosis_rate
 
-from grader.diagnosis import CAUSES, crash_cause, diagnose_step, limit_of
+from grader.check.student import StudentError, StudentUnavailable
+from grader.feedback.diagnosis import CAUSES, crash_cause, diagnose_step
+from grader.check.runner import run_test
+from grader.judging.judge import failure_limit
+from grader.judging.model import SubmissionResult
+from grader.judging.model import TestResult as Verdict
+from grader.judging.results_json import parse_results_text, results_text
+from grader.check.suite import GradedTest
+from grader.sandbox.limits import Limit
 
 
 def test_every_bug_expects_a_known_cause():
@@ -61,12 +69,25 @@ def test_strongest_evidence_wins_and_is_quoted():
     assert found["cause"] == "softmax_dim" and found["evidence"].startswith("row 4 of the weights sums to 2.1")
 
 
-@pytest.mark.parametrize("message, kind", [
-    ("time limit: this step ran past its 10 s budget while forward (an infinite loop?)", "time"),
-    ("memory limit: your code used more than 2 GiB while forward", "memory"),
-    ("your code's process crashed (signal SIGSEGV) while forward", "crash"),
-    ("project(...) raised MemoryError: ", "memory"),
-    ("queries differ from the reference at 3 of 12 entries", None),
+@pytest.mark.parametrize("error, kind", [
+    (StudentUnavailable("time limit: this step ran past its 10 s budget while forward (an infinite loop?)",
+                        Limit.TIME), Limit.TIME),
+    (StudentUnavailable("memory limit: your code used more than 2 GiB while forward", Limit.MEMORY), Limit.MEMORY),
+    (StudentUnavailable("your code's process crashed (signal SIGSEGV) while forward", Limit.CRASH), Limit.CRASH),
+    (StudentError("project(...)", {"type": "MemoryError", "message": ""}), Limit.MEMORY),
+    (AssertionError("queries differ from the reference at 3 of 12 entries"), None),
 ])
-def test_limits_are_recognised(message, kind):
-    assert limit_of(message) == kind
+def test_limits_are_recognised(error, kind):
+    """The verdict carries the limit a step hit as a typed value, and results.json keeps it."""
+    def failing(student):
+        raise error
+
+    test = GradedTest("projection: a", "projection", 1.0, "visible", "public", failing)
+    details = {}
+    assert run_test(test, None, details)[0] is False
+    limit = failure_limit(details)
+    assert limit == kind
+    verdict = Verdict(test.name, test.step, 0.0, 1.0, str(error), test.visibility, {}, limit)
+    result = SubmissionResult("s", "", tests=[verdict])
+    again = parse_results_text(results_text(result, {"projection": 1.0}), "s")
+    assert again.tests[0].limit == kind

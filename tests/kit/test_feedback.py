@@ -18,8 +18,11 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 from PIL import Image
 
-from grader import feedback, report, results, svg
-from grader.suite import ROOT
+from grader.feedback import page as feedback
+from grader.feedback import report
+from grader.judging import results_json as results
+from grader.feedback import svg
+from grader.paths import ROOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # After load, the page records what Chromium laid out: each <svg>'s width, how many <img> there are, the

@@ -2,8 +2,8 @@
 
 import json
 
-from grader.generate import BEGIN, END, SOLUTION, check_fresh, generated_files
-from grader.suite import ROOT
+from grader.build.exercises import BEGIN, END, SOLUTION, check_fresh, generated_files
+from grader.paths import ROOT
 
 
 def solution_lines():
@@ -37,7 +37,7 @@ def test_student_template_ships_no_hidden_tests():
     files = generated_files()
     shipped = [relative for relative in files if relative.startswith("student_template/")]
     assert not [path for path in shipped if "hidden" in path or "catalogue" in path or "solutions" in path]
-    public = "".join(path.read_text() for folder in ("tests/public", "grader") for path in (ROOT / folder).glob("*.py"))
+    public = "".join(path.read_text() for folder in ("tests/public", "grader") for path in (ROOT / folder).rglob("*.py"))
     hidden_lines = {line.strip() for path in (ROOT / "tests" / "hidden").glob("*.py")
                     for line in path.read_text().splitlines() if len(line.strip()) > 40}
     distinctive = {line for line in hidden_lines if line not in public and "import" not in line}

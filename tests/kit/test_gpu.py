@@ -9,8 +9,8 @@ including its variants, keeps full marks; tolerances are the device's own
 
 import pytest
 import torch
-from bugs import BUGS
-from variants import VARIANTS
+from grader.faults.bugs import BUGS
+from grader.faults.variants import VARIANTS
 
 pytestmark = [
     pytest.mark.gpu,

@@ -13,10 +13,11 @@ import time
 import zipfile
 
 import pytest
-from bugs import BUGS
+from grader.faults.bugs import BUGS
 
-from grader.publish import gradescope
-from grader.steps import STEP_KEYS
+from grader.integrations import gradescope
+from grader.chapter import STEP_KEYS
+from grader.chapter import BY_KEY, TOTAL_POINTS
 
 TIME_LIMIT = 60  # generous: a loaded test machine must not turn a slow step into a failed one
 BUG = next(bug for bug in BUGS if bug.id == "masking_not_renormalised")
@@ -61,7 +62,7 @@ def test_zip_holds_the_grader_tests_and_pinned_cpu_requirements(autograder_zip):
         requirements = archive.read("requirements.txt").decode()
         setup = archive.read("setup.sh").decode()
     assert {"setup.sh", "run_autograder", "requirements.txt", "grader/cli.py", "tests/hidden/oracle.py",
-            "tests/public/chapter_data.py"} <= names
+            "grader/check/book.py"} <= names
     assert not any(name.startswith(("solutions/", "tests/kit/", "tests/catalogue/")) for name in names)
     assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
     assert "torch==2.13.0+cpu" in requirements.splitlines()
@@ -71,7 +72,7 @@ def test_zip_holds_the_grader_tests_and_pinned_cpu_requirements(autograder_zip):
 
 @pytest.mark.parametrize("case", ["solution", "stub_notebook", "bug"])
 def test_run_autograder_agrees_with_the_kit_grader(case, autograder_zip, tmp_path, grade, clean, stub):
-    from grader.generate import code_sections, notebook
+    from grader.build.exercises import code_sections, notebook
 
     name, text = {
         "solution": ("attention.py", clean),
@@ -81,7 +82,7 @@ def test_run_autograder_agrees_with_the_kit_grader(case, autograder_zip, tmp_pat
     # Gradescope keeps uploaded folders: the file may sit deeper, next to other files.
     results, seconds = run_autograder(autograder_zip, tmp_path / "autograder",
                                       {f"my work/{name}": text, "notes.txt": "not code"})
-    kit = grade(text, name=name, time_limit=TIME_LIMIT)
+    kit = grade(text, name=name, step_seconds=TIME_LIMIT)
     print(f"{case}: run_autograder {seconds:.1f}s, kit grader {kit.seconds:.1f}s")
     assert steps_of(results) == kit.step_scores(), (
         [(t["name"], t["output"]) for t in results["tests"] if t["score"] < t["max_score"]],
@@ -89,11 +90,11 @@ def test_run_autograder_agrees_with_the_kit_grader(case, autograder_zip, tmp_pat
     assert results["score"] == pytest.approx(kit.score)
     assert {"projection", "masking"} <= {t["name"].split(":")[0] for t in results["tests"]}
     if case == "solution":
-        assert results["score"] == 100
+        assert results["score"] == TOTAL_POINTS
     elif case == "stub_notebook":
         assert results["score"] == 0
     else:
-        assert 0 < steps_of(results)[BUG.step] < 15 and results["score"] < 100
+        assert 0 < steps_of(results)[BUG.step] < BY_KEY[BUG.step].points and results["score"] < TOTAL_POINTS
 
 
 def test_submission_without_code_gets_zero_with_a_reason(autograder_zip, tmp_path):

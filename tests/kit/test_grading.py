@@ -5,21 +5,22 @@ import json
 import subprocess
 import sys
 
-from grader.steps import STEP_KEYS
-from grader.suite import ROOT
+from grader.chapter import STEP_KEYS
+from grader.paths import ROOT
+from grader.chapter import TOTAL_POINTS
 
 
 def test_solution_gets_full_marks(grade, clean, maxima):
     result = grade(clean)
     failed = [(t.name, t.output) for t in result.tests if t.score < t.max_score]
     assert not failed, failed
-    assert result.score == sum(maxima.values()) == 100
+    assert result.score == sum(maxima.values()) == TOTAL_POINTS
     assert not result.problems
 
 
 def test_solution_notebook_gets_full_marks(grade, solution_notebook):
     result = grade(solution_notebook, name="attention.ipynb")
-    assert result.score == 100, [(t.name, t.output) for t in result.tests if t.score < t.max_score]
+    assert result.score == TOTAL_POINTS, [(t.name, t.output) for t in result.tests if t.score < t.max_score]
 
 
 def test_stub_gets_zero_with_a_message_per_test(grade, stub):
@@ -47,7 +48,7 @@ def test_cli_single_file_writes_gradescope_results(tmp_path):
     done = run_cli("grade", "solutions/attention.py", "--out", str(tmp_path), "--results", str(results))
     assert done.returncode == 0, done.stderr
     data = json.loads(results.read_text())
-    assert data["score"] == 100
+    assert data["score"] == TOTAL_POINTS
     for test in data["tests"]:
         assert set(test) >= {"name", "score", "max_score", "output", "visibility"}
         assert test["name"].split(":")[0] in STEP_KEYS
@@ -61,14 +62,14 @@ def test_cli_sample_class(tmp_path):
     assert len(rows) == 12
     assert rows[0].keys() == {"submission", *STEP_KEYS, "total"}
     by_name = {row["submission"]: row for row in rows}
-    assert float(by_name["ada_lovelace"]["total"]) == 100
-    assert float(by_name["alan_turing"]["total"]) == 100
-    assert float(by_name["grace_hopper"]["total"]) == 100
+    assert float(by_name["ada_lovelace"]["total"]) == TOTAL_POINTS
+    assert float(by_name["alan_turing"]["total"]) == TOTAL_POINTS
+    assert float(by_name["grace_hopper"]["total"]) == TOTAL_POINTS
     assert float(by_name["frances_allen"]["total"]) == 0
     assert float(by_name["edsger_dijkstra"]["causal_attention"]) < 20
     broken = json.loads((tmp_path / "results" / "ken_thompson.json").read_text())
     assert "SyntaxError" in broken["output"]
-    assert 0 < broken["score"] < 100  # the blocks that parse are still graded
+    assert 0 < broken["score"] < TOTAL_POINTS  # the blocks that parse are still graded
     for row in rows:
         assert (tmp_path / "results" / f"{row['submission']}.json").is_file()
 

@@ -24,13 +24,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from bugs import BUGS
+from grader.faults.bugs import BUGS
 
-from grader import results as results_io
-from grader import wire
-from grader.judge import Options, grade_submission, run_test
-from grader.student import in_process
-from grader.suite import ROOT
+from grader.judging import results_json as results_io
+from grader.check import wire
+from grader.check.runner import run_test
+from grader.judging.judge import Options, grade_submission
+from grader.check.student import in_process
+from grader.paths import ROOT
 
 BUGS_BY_ID = {bug.id: bug for bug in BUGS}
 # One bug per step, each caught by tests that compare with the judge's reference.
@@ -120,8 +121,8 @@ import sys
 import types
 import unittest
 
-import grader.testing
-import grader.wire
+import grader.check.testing
+import grader.check.wire
 
 _real_dumps = json.dumps
 # Every "failed" answer the worker sends claims success instead.
@@ -486,7 +487,7 @@ def test_exit_inside_a_step_costs_only_that_step(graded):
 
 
 def test_infinite_loop_run_at_import_costs_only_time(grade, base):
-    result = grade(LOOP_RUN_AT_IMPORT + base, time_limit=2)
+    result = grade(LOOP_RUN_AT_IMPORT + base, step_seconds=2)
     assert result.score == 0
     assert all("time limit" in test.output for test in result.tests), {t.output for t in result.tests}
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import processes
-from grader.judge import Options, grade_submission
-from grader.student import Student
-from grader.suite import ROOT
-from grader.worker import WorkerTransport
+from grader.sandbox import processes
+from grader.judging.judge import Options, grade_submission
+from grader.check.student import Student
+from grader.paths import ROOT
+from grader.sandbox.worker import WorkerTransport
 
 ISOLATION = [pytest.param(False, id="same-uid")] + (
     [pytest.param(True, id="own-uid")] if processes.running_as_root() else [])

@@ -15,11 +15,13 @@ import zipfile
 
 import pytest
 
-from grader import lms
-from grader.judge import SubmissionResult
-from grader.judge import TestResult as Verdict
-from grader.submissions import collect
-from grader.suite import ROOT
+from grader.chapter import TOTAL_POINTS
+from grader.classes import lms_names
+from grader.integrations import lms
+from grader.judging.model import SubmissionResult
+from grader.judging.model import TestResult as Verdict
+from grader.classes.submissions import collect
+from grader.paths import ROOT
 
 CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
@@ -38,7 +40,7 @@ ABSENT = {1, 7, 29}  # Zoë among them: a non-ASCII name with an empty cell
 
 
 def result(name, score, suite):
-    """A SubmissionResult whose tests (the real suite's) add up to `score` out of 100."""
+    """A SubmissionResult whose tests (the real suite's) add up to `score` (of TOTAL_POINTS)."""
     tests, left = [], score
     for test in suite:
         earned = min(test.points, left)
@@ -75,7 +77,7 @@ def test_canvas_csv_for_a_class_of_30_with_3_missing(canvas_roster, tmp_path, su
     notes = lms.write_lms_files(tmp_path, graded, maxima, canvas_roster)
     raw, rows = read_csv(tmp_path / "canvas_grades.csv")
     assert rows[0] == [*CANVAS_HEADER, "Attention exercises (4242)"]  # the export's own column, id kept
-    assert rows[1] == ["Points Possible", "", "", "", "", "100"]
+    assert rows[1] == ["Points Possible", "", "", "", "", f"{TOTAL_POINTS:g}"]
     assert len(rows) == 2 + 30
     for i, (row, person) in enumerate(zip(rows[2:], people)):
         assert row[:5] == [person["name"], person["id"], person["sis"], person["login"], "Section A"]
@@ -102,14 +104,14 @@ def test_moodle_csv_for_a_class_of_30_with_3_missing(tmp_path, suite, maxima):
 
 
 def test_canvas_bulk_download_names_parse_to_user_ids():
-    late = lms.parse_canvas_name("nunezzoe_late_5001_99123_attention.ipynb")
+    late = lms_names.parse_canvas_name("nunezzoe_late_5001_99123_attention.ipynb")
     assert (late.student, late.user_id, late.submission_id, late.original, late.late) == \
         ("nunezzoe", "5001", "99123", "attention.ipynb", True)
-    on_time = lms.parse_canvas_name("doejane_5000_99124_my_attention_v2.py")
+    on_time = lms_names.parse_canvas_name("doejane_5000_99124_my_attention_v2.py")
     assert (on_time.user_id, on_time.original, on_time.late, on_time.name) == \
         ("5000", "my_attention_v2.py", False, "doejane_5000")
-    assert lms.parse_canvas_name("attention.py") is None
-    assert lms.parse_canvas_name("alice_attention.py") is None
+    assert lms_names.parse_canvas_name("attention.py") is None
+    assert lms_names.parse_canvas_name("alice_attention.py") is None
 
 
 def test_canvas_bulk_zip_graded_into_canvas_csv(tmp_path, clean, stub):
@@ -130,11 +132,12 @@ def test_canvas_bulk_zip_graded_into_canvas_csv(tmp_path, clean, stub):
     assert done.returncode == 0, done.stderr[-3000:]
     with open(out / "grades.csv", encoding="utf-8") as stream:
         graded = {row["submission"]: row["total"] for row in csv.DictReader(stream)}
-    assert graded == {f"doejane_{people[0]['id']}": "100", f"nunezzoe_{people[1]['id']}": "0",
-                      f"obrienseán_{people[3]['id']}": "100"}
+    full = f"{TOTAL_POINTS:g}"
+    assert graded == {f"doejane_{people[0]['id']}": full, f"nunezzoe_{people[1]['id']}": "0",
+                      f"obrienseán_{people[3]['id']}": full}
     _, rows = read_csv(out / "canvas_grades.csv")
     assert rows[0] == [*CANVAS_HEADER, lms.ASSIGNMENT_TITLE] and rows[1][0] == "Points Possible"
-    assert [row[5] for row in rows[2:]] == ["100", "0", "", "100", ""]
+    assert [row[5] for row in rows[2:]] == [full, "0", "", full, ""]
     assert [row[1] for row in rows[2:]] == [p["id"] for p in people]
     assert (out / "moodle_grades.csv").is_file()
 
@@ -145,7 +148,7 @@ def test_gradescope_export_names_submissions_by_their_submitters(tmp_path, maxim
     (export / "submission_502" / "work").mkdir(parents=True)
     (export / "submission_501" / "attention.py").write_text("x = 1\n")
     (export / "submission_502" / "work" / "attention.ipynb").write_text("{}")
-    (export / lms.GRADESCOPE_METADATA).write_text(
+    (export / lms_names.GRADESCOPE_METADATA).write_text(
         "submission_501:\n"
         "  :submitters:\n"
         "  - :name: Jane Doe\n    :sid: 'S0000'\n    :email: student0@example.edu\n"

@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
-from bugs import BUGS
+from grader.faults.bugs import BUGS
 
-from grader.generate import BEGIN, CHAPTER, END, SOLUTION, code_sections
-from grader.publish import nbgrader as course_builder
-from grader.steps import STEP_KEYS
+from grader.build.exercises import BEGIN, CHAPTER, END, SOLUTION, code_sections
+from grader.integrations import nbgrader as course_builder
+from grader.chapter import STEP_KEYS, TOTAL_POINTS
 
 BUG_IDS = ("masking_not_renormalised", "causal_dropout_on_context", "mha_split_view_without_transpose")
 STUDENTS = [  # id, first name, last name, email: a comma and non-ASCII letters must survive the export
@@ -123,7 +123,7 @@ def test_source_notebook_has_valid_nbgrader_cells(course, suite):
     cells = {cell["id"]: cell for cell in source["cells"]}
     graded_cells = [cell for cell in source["cells"] if cell["metadata"].get("nbgrader", {}).get("grade")]
     assert len(graded_cells) == len(suite)
-    assert sum(cell["metadata"]["nbgrader"]["points"] for cell in graded_cells) == 100
+    assert sum(cell["metadata"]["nbgrader"]["points"] for cell in graded_cells) == TOTAL_POINTS
     for cell in graded_cells:
         meta = cell["metadata"]["nbgrader"]
         assert meta["schema_version"] == 3 and meta["locked"] and not meta["solution"]
@@ -176,10 +176,10 @@ def test_config_handles_stderr_hidden_tests_and_export(course):
 
 
 def test_autograde_matches_the_kit_grader_step_by_step(graded, submissions, exported, grade):
-    assert exported["solution"]["score"] == "100"
+    assert exported["solution"]["score"] == f"{TOTAL_POINTS:g}"
     assert exported["stub"]["score"] == "0"
     for student, text in submissions.items():
-        kit = grade(text, name="attention.ipynb", time_limit=60)  # generous: test machines are loaded
+        kit = grade(text, name="attention.ipynb", step_seconds=60)  # generous: test machines are loaded
         nbgrader_steps = {key: float(exported[student][key]) for key in STEP_KEYS}
         assert nbgrader_steps == kit.step_scores(), (student, [(t.name, t.output) for t in kit.tests
                                                                if t.score < t.max_score])
@@ -226,7 +226,7 @@ def test_export_quotes_names_and_keeps_review_flags(graded, exported):
 def test_release_ships_public_tests_and_grader_only(course):
     release = course / "release" / "attention"
     names = {str(path.relative_to(release)) for path in release.rglob("*.py")}
-    assert "grader/notebook_checks.py" in names and "tests/public/test_masking.py" in names
+    assert "grader/integrations/incell.py" in names and "tests/public/test_masking.py" in names
     assert not any("hidden" in name or name.endswith("oracle.py") for name in names)
     assert (course / "kit_hidden_tests" / "hidden" / "oracle.py").is_file()
     assert not any(Path(name).parts[0] == "solutions" for name in names)

@@ -15,16 +15,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import yaml
-from bugs import BUGS
+from grader.faults.bugs import BUGS
 from otter.test_files import create_test_file
 from otter.nbmeta_config import NBMetadataConfig
 
-from grader.generate import code_sections, notebook
-from grader.judge import Options, grade_submission
-from grader.otter_engine import case_verdicts, grade_with_otter
-from grader.publish.otter import NAME
-from grader.publish.student import with_checks
-from grader.steps import STEP_KEYS
+from grader.build.exercises import code_sections, notebook
+from grader.judging.judge import Options, grade_submission
+from grader.integrations.otter_engine import case_verdicts, grade_with_otter
+from grader.integrations.otter import NAME
+from grader.build.release import with_checks
+from grader.chapter import STEP_KEYS
 
 pytestmark = pytest.mark.kit
 
@@ -38,7 +38,7 @@ def autograder(otter_dist):
 
 
 def otter_grade(autograder, path, suite, **options):
-    return grade_with_otter(path, path.stem, suite, Options(**options), autograder=autograder)
+    return grade_with_otter(path, path.stem, suite, Options.of(**options), autograder=autograder)
 
 
 def failures(result):
@@ -54,9 +54,9 @@ def test_zip_is_an_otter_autograder_for_python_3_11_and_cpu_torch(autograder):
         config = json.loads(archive.read("otter_config.json"))
     assert {"run_autograder", "setup.sh", "run_otter.py", "otter_config.json"} <= names
     assert {f"tests/{key}.py" for key in STEP_KEYS} == {n for n in names if n.count("/") == 1 and n.startswith("tests/")}
-    assert "files/grader/otter_check.py" in names and "files/grader/notebook_checks.py" in names
+    assert "files/grader/integrations/incell.py" in names
     assert "tests/public/test_masking.py" in names and "tests/hidden/test_masking_hidden.py" in names
-    assert "tests/hidden/oracle.py" in names and "tests/public/chapter_data.py" in names
+    assert "tests/hidden/oracle.py" in names and "files/grader/check/book.py" in names
     assert config["lang"] == "python"
     assert "python=3.11" in environment["dependencies"]
     pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
@@ -154,7 +154,7 @@ def test_a_hanging_submission_is_stopped_with_everything_it_started(autograder, 
     private.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(private))
     started = time.monotonic()
-    result = otter_grade(autograder, path, suite, submission_time_limit=35)
+    result = otter_grade(autograder, path, suite, submission_seconds=35)
     assert time.monotonic() - started < 60
     assert result.score == 0 and "did not finish within 35 s" in result.problems[0]
     sleeper = int(pid_file.read_text())

@@ -11,11 +11,11 @@ from nbclient import NotebookClient
 from otter.nbmeta_config import NBMetadataConfig
 from otter.test_files import create_test_file
 
-from grader.generate import code_sections, notebook
-from grader.loader import load_definitions
-from grader.publish.student import with_checks
-from grader.steps import STEP_KEYS
-from grader.suite import ROOT
+from grader.build.exercises import code_sections, notebook
+from grader.check.loader import load_definitions
+from grader.build.release import with_checks
+from grader.chapter import STEP_KEYS
+from grader.paths import ROOT
 
 pytestmark = pytest.mark.kit
 
@@ -35,7 +35,7 @@ def release_texts(dist):
 
 
 def hidden_lines():
-    public = "".join(path.read_text() for folder in ("tests/public", "grader") for path in (ROOT / folder).glob("*.py"))
+    public = "".join(path.read_text() for folder in ("tests/public", "grader") for path in (ROOT / folder).rglob("*.py"))
     lines = {line.strip() for path in (ROOT / "tests" / "hidden").glob("*.py")
              for line in path.read_text().splitlines() if len(line.strip()) > 40}
     return {line for line in lines if line not in public and "import" not in line}
@@ -44,8 +44,8 @@ def hidden_lines():
 def test_release_layout_and_zip(otter_dist):
     root = otter_dist / "student"
     files = {str(path.relative_to(root)) for path in root.rglob("*") if path.is_file()}
-    assert {"README.md", "Makefile", "pytest.ini", "requirements.txt", "exercises/attention.ipynb",
-            "exercises/attention.py", "grader/otter_check.py", "tests/conftest.py"} <= files
+    assert {"README.md", "check.py", "requirements.txt", "exercises/attention.ipynb",
+            "exercises/attention.py", "grader/check/console.py", "grader/integrations/incell.py"} <= files
     assert {f"tests/{key}.py" for key in STEP_KEYS} <= files
     assert {f"tests/public/{path.name}" for path in (ROOT / "tests" / "public").glob("*.py")} <= files
     with zipfile.ZipFile(otter_dist / "student.zip") as archive:

@@ -4,14 +4,14 @@ import importlib.util
 
 import pytest
 import torch
-from chapter_data import (BOOK_ATOL, CAUSAL_SEED123, INPUTS_3D, INPUTS_3D_SEED100, INPUTS_8D, MHA_SEED123,
+from grader.check.book import (BOOK_ATOL, CAUSAL_SEED123, INPUTS_3D, INPUTS_3D_SEED100, INPUTS_8D, MHA_SEED123,
                           SA_V1_SEED100, SA_V2_8D_SEED789, SA_V2_SEED100, SA_V2_SEED789, SEED100_QUERY_2,
                           SEED100_WEIGHTS, SEED123_8D_CONTEXT, SEED123_8D_SCORES, SEED123_8D_WEIGHTS,
                           SEED123_CONTEXT_2, SEED123_QUERY_2, SEED123_SCORES_2, SEED123_WEIGHTS_2,
                           SEED789_MASKED_WEIGHTS, SEED789_WEIGHTS, WRAPPER_SEED123, book_batch)
-from oracle import linear_attention, multihead, qkv_params, randn, self_attention
+from ..hidden.oracle import linear_attention, multihead, qkv_params, randn, self_attention
 
-from grader.generate import SOLUTION
+from grader.build.exercises import SOLUTION
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ import zipfile
 
 import pytest
 
-from grader.loader import SubmissionError, read_chunks
-from grader.submissions import collect
+from grader.check.loader import SubmissionError, read_chunks
+from grader.classes.submissions import collect
 
 
 def inject(clean, function, code):
@@ -42,7 +42,7 @@ def test_sys_exit_inside_a_step_is_a_failure_not_a_crash(grade, clean, maxima):
 
 
 def test_hang_costs_only_its_step(grade, clean, maxima):
-    result = grade(inject(clean, "attention_scores", "while True:\n    pass"), time_limit=3)
+    result = grade(inject(clean, "attention_scores", "while True:\n    pass"), step_seconds=3)
     steps = scores(result)
     assert steps["scaling"] < maxima["scaling"]
     assert all(steps[key] == maxima[key] for key in steps if key != "scaling")
@@ -51,7 +51,7 @@ def test_hang_costs_only_its_step(grade, clean, maxima):
 
 def test_memory_hog_costs_only_its_step(grade, clean, maxima):
     hog = "hoard = []\nwhile True:\n    hoard.append(bytearray(100_000_000))"
-    result = grade(inject(clean, "project", hog), memory_limit=512 << 20)
+    result = grade(inject(clean, "project", hog), memory_bytes=512 << 20)
     steps = scores(result)
     assert steps["projection"] < maxima["projection"]
     assert any("MemoryError" in t.output for t in result.tests if "project" in t.name and t.score == 0)

@@ -2,10 +2,10 @@
 
 import torch
 
-from grader.testing import expect_tensor, graded, seeded
+from grader.check.testing import expect_tensor, graded, seeded
 
 
-@graded("dropout: attention_dropout is the identity when not training", points=1)
+@graded("dropout: attention_dropout is the identity when not training", weight=1)
 def test_identity_in_eval(student):
     with seeded(0):
         weights = torch.softmax(torch.randn(2, 4, 4), dim=-1)
@@ -15,7 +15,7 @@ def test_identity_in_eval(student):
         "with training=False the weights must come back unchanged: dropout is only active while training")
 
 
-@graded("dropout: keeps the shape and zeroes roughly a fraction p of the weights", points=2)
+@graded("dropout: keeps the shape and zeroes roughly a fraction p of the weights", weight=2)
 def test_zero_fraction(student):
     weights = torch.ones(4, 64, 64)
     result = expect_tensor(student.call("attention_dropout", weights, 0.3, training=True, seed=1), "dropout output",

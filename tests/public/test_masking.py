@@ -1,12 +1,12 @@
 """Step 3 (masking): public checks. Run them with `make check STEP=masking`."""
 
 import torch
-from chapter_data import BOOK_ATOL, SEED789_MASKED_WEIGHTS, SEED789_SCORES_LOWER, SEED789_WEIGHTS
+from grader.check.book import BOOK_ATOL, SEED789_MASKED_WEIGHTS, SEED789_SCORES_LOWER, SEED789_WEIGHTS
 
-from grader.testing import expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded, seeded
+from grader.check.testing import expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded, seeded
 
 
-@graded("masking: causal_mask is a bool (n, n) mask, True strictly above the diagonal", points=2)
+@graded("masking: causal_mask is a bool (n, n) mask, True strictly above the diagonal", weight=2)
 def test_causal_mask(student):
     mask = student.call("causal_mask", 6)
     mask = expect_tensor(mask, "causal_mask(6)", shape=(6, 6))
@@ -20,7 +20,7 @@ def test_causal_mask(student):
                     "True means hidden, and token i hides exactly the positions j > i")
 
 
-@graded("masking: masking and renormalising reproduces the chapter", points=2)
+@graded("masking: masking and renormalising reproduces the chapter", weight=2)
 def test_book_masking(student):
     renormalized = student.call("mask_and_renormalize", SEED789_WEIGHTS)
     renormalized = expect_tensor(renormalized, "mask_and_renormalize output", shape=(6, 6))
@@ -37,7 +37,7 @@ def test_book_masking(student):
         "softmax(scores / sqrt(d_k)) along each row")
 
 
-@graded("masking: causal weights sum to one per row and give the future zero weight", points=1)
+@graded("masking: causal weights sum to one per row and give the future zero weight", weight=1)
 def test_causal_properties(student):
     with seeded(0):
         scores = torch.randn(3, 5, 5) * 2

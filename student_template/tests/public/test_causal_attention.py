@@ -1,12 +1,12 @@
 """Step 5 (causal_attention): public checks. Run them with `make check STEP=causal_attention`."""
 
 import torch
-from chapter_data import CAUSAL_SEED123, book_batch, expect_book_batch
+from grader.check.book import CAUSAL_SEED123, book_batch, expect_book_batch
 
-from grader.testing import expect_tensor, graded, seeded
+from grader.check.testing import expect_tensor, graded, seeded
 
 
-@graded("causal_attention: reproduces the chapter (seed 123)", points=2)
+@graded("causal_attention: reproduces the chapter (seed 123)", weight=2)
 def test_book(student):
     module = student.build("CausalAttention", 3, 2, 6, 0.0, seed=123)
     expect_book_batch(module.forward(book_batch()), CAUSAL_SEED123, "CausalAttention output",
@@ -15,7 +15,7 @@ def test_book(student):
                       "the scaling by sqrt(d_k) and the softmax over dim=-1")
 
 
-@graded("causal_attention: output has shape (b, n, d_out) for n < context_length", points=1)
+@graded("causal_attention: output has shape (b, n, d_out) for n < context_length", weight=1)
 def test_shape(student):
     with seeded(0):
         x = torch.randn(3, 6, 5)
@@ -23,7 +23,7 @@ def test_shape(student):
     expect_tensor(out, "CausalAttention output for 3 sequences of 6 tokens", shape=(3, 6, 4))
 
 
-@graded("causal_attention: has W_query, W_key, W_value, dropout and a mask buffer", points=2)
+@graded("causal_attention: has W_query, W_key, W_value, dropout and a mask buffer", weight=2)
 def test_structure(student):
     info = student.build("CausalAttention", 5, 4, 8, 0.1, seed=0).describe()
     modules = info["modules"]

@@ -7,10 +7,10 @@ the result does not depend on the state of your CausalAttention.
 
 import torch
 
-from grader.testing import expect_tensor, graded, seeded
+from grader.check.testing import expect_tensor, graded, seeded
 
 
-@graded("mha_wrapper: output has shape (b, n, num_heads * d_out)", points=2)
+@graded("mha_wrapper: output has shape (b, n, num_heads * d_out)", weight=2)
 def test_shape(student):
     with seeded(0):
         x = torch.randn(2, 6, 5)
@@ -19,7 +19,7 @@ def test_shape(student):
     expect_tensor(out, "wrapper output for 2 sequences of 6 tokens with 3 heads of size 4", shape=(2, 6, 12))
 
 
-@graded("mha_wrapper: heads is an nn.ModuleList of num_heads CausalAttention modules", points=1)
+@graded("mha_wrapper: heads is an nn.ModuleList of num_heads CausalAttention modules", weight=1)
 def test_structure(student):
     modules = student.build("MultiHeadAttentionWrapper", 5, 4, 8, 0.0, 3, seed=0,
                             stand_in_heads=True).describe()["modules"]

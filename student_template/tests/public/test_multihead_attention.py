@@ -1,13 +1,13 @@
 """Step 7 (multihead_attention): public checks. Run them with `make check STEP=multihead_attention`."""
 
 import torch
-from chapter_data import MHA_SEED123, book_batch, expect_book_batch
+from grader.check.book import MHA_SEED123, book_batch, expect_book_batch
 
-from grader.student import StudentError
-from grader.testing import expect_tensor, graded, seeded
+from grader.check.student import StudentError
+from grader.check.testing import expect_tensor, graded, seeded
 
 
-@graded("multihead_attention: reproduces the chapter (seed 123)", points=2)
+@graded("multihead_attention: reproduces the chapter (seed 123)", weight=2)
 def test_book(student):
     module = student.build("MultiHeadAttention", 3, 2, 6, 0.0, 2, seed=123)
     expect_book_batch(module.forward(book_batch()), MHA_SEED123, "MultiHeadAttention output",
@@ -16,7 +16,7 @@ def test_book(student):
                       "merge (transpose back, then view) and out_proj")
 
 
-@graded("multihead_attention: output has shape (b, n, d_out)", points=1)
+@graded("multihead_attention: output has shape (b, n, d_out)", weight=1)
 def test_shape(student):
     with seeded(0):
         x = torch.randn(3, 7, 5)
@@ -24,7 +24,7 @@ def test_shape(student):
     expect_tensor(out, "MultiHeadAttention output for 3 sequences of 7 tokens", shape=(3, 7, 8))
 
 
-@graded("multihead_attention: rejects d_out not divisible by num_heads", points=1)
+@graded("multihead_attention: rejects d_out not divisible by num_heads", weight=1)
 def test_rejects_bad_split(student):
     try:
         student.build("MultiHeadAttention", 5, 6, 8, 0.0, 4, seed=0)
@@ -36,7 +36,7 @@ def test_rejects_bad_split(student):
                          "6 features cannot be split into 4 equal heads")
 
 
-@graded("multihead_attention: has W_query, W_key, W_value, out_proj, dropout and a mask buffer", points=1)
+@graded("multihead_attention: has W_query, W_key, W_value, out_proj, dropout and a mask buffer", weight=1)
 def test_structure(student):
     info = student.build("MultiHeadAttention", 5, 8, 9, 0.2, 2, seed=0).describe()
     modules = info["modules"]

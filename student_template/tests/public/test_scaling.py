@@ -1,11 +1,11 @@
 """Step 2 (scaling): public checks. Run them with `make check STEP=scaling`."""
 
 import torch
-from chapter_data import (BOOK_ATOL, INPUTS_3D, INPUTS_3D_SEED100, INPUTS_8D, SA_V1_SEED100, SA_V2_8D_SEED789, SA_V2_SEED100,
+from grader.check.book import (BOOK_ATOL, INPUTS_3D, INPUTS_3D_SEED100, INPUTS_8D, SA_V1_SEED100, SA_V2_8D_SEED789, SA_V2_SEED100,
                           SA_V2_SEED789, SEED123_8D_CONTEXT, SEED123_8D_SCORES, SEED123_8D_WEIGHTS,
                           SEED123_CONTEXT_2, SEED123_SCORES_2, SEED123_WEIGHTS_2, seeded_rand_weights)
 
-from grader.testing import expect_rows_sum_to_one, expect_tensor, graded, scalar, seeded
+from grader.check.testing import expect_rows_sum_to_one, expect_tensor, graded, scalar, seeded
 
 
 def book_close(actual, printed, what, advice):
@@ -13,7 +13,7 @@ def book_close(actual, printed, what, advice):
     assert torch.allclose(actual.float(), printed, atol=BOOK_ATOL), f"{what} differ from the chapter's printout; {advice}"
 
 
-@graded("scaling: scores, weights and context vectors match the chapter (seed 123)", points=1)
+@graded("scaling: scores, weights and context vectors match the chapter (seed 123)", weight=1)
 def test_book_step_by_step(student):
     for inputs, d_out, scores, weights, context, row in (
         (INPUTS_3D, 2, SEED123_SCORES_2, SEED123_WEIGHTS_2, SEED123_CONTEXT_2, 1),
@@ -32,7 +32,7 @@ def test_book_step_by_step(student):
         book_close(got_context[row], context, "context vectors", "weights @ values")
 
 
-@graded("scaling: attention weights are positive and each row sums to one", points=1)
+@graded("scaling: attention weights are positive and each row sums to one", weight=1)
 def test_rows_sum_to_one(student):
     with seeded(0):
         scores = torch.randn(2, 5, 5) * 3
@@ -41,7 +41,7 @@ def test_rows_sum_to_one(student):
     expect_rows_sum_to_one(weights, "the attention weights")
 
 
-@graded("scaling: dot_product_variance shows the scaling keeps the variance near 1", points=1)
+@graded("scaling: dot_product_variance shows the scaling keeps the variance near 1", weight=1)
 def test_variance_rationale(student):
     result = student.call("dot_product_variance", 64, seed=0)
     assert isinstance(result, tuple) and len(result) == 2, "return (variance_before, variance_after)"
@@ -52,7 +52,7 @@ def test_variance_rationale(student):
     assert 0.6 < after < 1.4, (f"after dividing by sqrt(64) the variance should be close to 1, yours is {after:.3g}")
 
 
-@graded("scaling: SelfAttention_v1 reproduces the chapter (seeds 100 and 123)", points=1)
+@graded("scaling: SelfAttention_v1 reproduces the chapter (seeds 100 and 123)", weight=1)
 def test_v1_book(student):
     advice = ("create W_query, W_key, W_value in that order as nn.Parameter(torch.rand(d_in, d_out)), "
               "and scale by sqrt(d_k)")
@@ -62,7 +62,7 @@ def test_v1_book(student):
     book_close(module.forward(INPUTS_8D), SEED123_8D_CONTEXT, "SelfAttention_v1(8, 4) outputs (seed 123)", advice)
 
 
-@graded("scaling: SelfAttention_v2 reproduces the chapter (seeds 789 and 100)", points=1)
+@graded("scaling: SelfAttention_v2 reproduces the chapter (seeds 789 and 100)", weight=1)
 def test_v2_book(student):
     advice = ("create W_query, W_key, W_value in that order as nn.Linear(d_in, d_out, bias=qkv_bias) "
               "and nothing else random before them")

@@ -1,0 +1,219 @@
+"""`make student`: build every generated file from `solutions/` (the one source of truth).
+
+* `exercises/attention.py`: the solution with each solution region replaced by
+  a stub that raises NotImplementedError naming its step;
+* `exercises/attention.ipynb`: `solutions/chapter.md` with the stub code of
+  each step placed at its `<!-- code: KEY -->` marker;
+* `student_template/`: what a student receives (exercises, public tests, the
+  grader package for local checks, README, Makefile);
+* `samples/class/`: the bundled sample class graded by a bare `make grade`.
+
+`check_fresh()` reports generated files that differ from what this would write.
+"""
+
+import json
+import re
+
+from grader.build.markers import BEGIN, END, STEP_MARKER, clean_solution, regions  # noqa: F401 - re-exported
+from grader.paths import CHAPTER_TEXT, RELEASE_SOURCES, ROOT
+from grader.paths import SOLUTION as SOLUTION_PATH
+
+SOLUTION, CHAPTER, RELEASE = SOLUTION_PATH, CHAPTER_TEXT, RELEASE_SOURCES
+CODE_MARKER = re.compile(r"^<!-- code: (\w+) -->\s*$")
+
+STUDENT_DOCSTRING = '''"""Attention mechanisms, step by step: your working copy.
+
+Fill in every function or method that raises NotImplementedError. Keep the
+names and signatures exactly: the autograder calls them by name.
+Check one step with `python check.py projection` (see README.md).
+This file was generated from the course's solutions; your edits are yours.
+"""
+'''
+
+
+def _enclosing_name(lines, index):
+    """`name` or `Class.method` of the function whose body holds line `index`."""
+    indent = len(lines[index]) - len(lines[index].lstrip())
+    name = None
+    for line in reversed(lines[:index]):
+        stripped = line.lstrip()
+        level = len(line) - len(stripped)
+        if stripped and level < indent:
+            match = re.match(r"(def|class)\s+(\w+)", stripped)
+            if match and name is None and match.group(1) == "def":
+                name, indent = match.group(2), level
+            elif match and match.group(1) == "class":
+                return f"{match.group(2)}.{name}" if name else match.group(2)
+            elif match is None and level == 0:
+                break
+    return name or "this part"
+
+
+def stub_source(solution_text):
+    """The solution with every BEGIN/END SOLUTION region replaced by a NotImplementedError stub."""
+    regions(solution_text)  # malformed markers stop here, with file and line
+    lines = solution_text.splitlines(keepends=True)
+    out, inside, step = [], False, "setup"
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        marker = STEP_MARKER.match(line)
+        if marker:
+            step = marker.group(1)
+        if stripped.startswith(BEGIN):
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            name = _enclosing_name(lines, index)
+            out.append(f'{indent}raise NotImplementedError("{step}: {name} is not implemented yet")\n')
+        elif stripped.startswith(END):
+            inside = False
+        elif not inside:
+            out.append(line)
+    return "".join(out)
+
+
+def _replace_docstring(source, docstring):
+    match = re.match(r'\s*""".*?"""\n', source, flags=re.S)
+    return docstring + source[match.end():] if match else docstring + source
+
+
+def exercise_module(solution_text=None):
+    solution_text = SOLUTION.read_text() if solution_text is None else solution_text
+    return _replace_docstring(stub_source(solution_text), STUDENT_DOCSTRING)
+
+
+def code_sections(source):
+    """{"setup": imports, step key: code} from a module with `# %% step:` markers."""
+    sections, key, current = {}, "setup", []
+    body = _replace_docstring(source, "")
+    for line in body.splitlines():
+        marker = STEP_MARKER.match(line)
+        if marker:
+            sections[key] = "\n".join(current).strip("\n")
+            key, current = marker.group(1), []
+        else:
+            current.append(line)
+    sections[key] = "\n".join(current).strip("\n")
+    return sections
+
+
+def _cell(kind, source, cell_id, **metadata):
+    lines = source.splitlines(keepends=True)
+    cell = {"cell_type": kind, "id": cell_id, "metadata": metadata, "source": lines}
+    if kind == "code":
+        cell.update(execution_count=None, outputs=[])
+    return cell
+
+
+def notebook(sections, chapter_text=None):
+    """The chapter notebook: narrative from chapter.md, code from `sections`."""
+    chapter_text = CHAPTER.read_text() if chapter_text is None else chapter_text
+    cells, markdown, fence, counts = [], [], None, {}
+
+    def new_id(prefix):
+        counts[prefix] = counts.get(prefix, 0) + 1
+        return f"{prefix}-{counts[prefix]}"
+
+    def flush_markdown():
+        text = "".join(markdown).strip("\n")
+        if text:
+            cells.append(_cell("markdown", text, new_id("text")))
+        markdown.clear()
+
+    for line in chapter_text.splitlines(keepends=True):
+        if fence is not None:
+            if line.strip() == "```":
+                cells.append(_cell("code", "".join(fence).strip("\n"), new_id("demo")))
+                fence = None
+            else:
+                fence.append(line)
+        elif line.strip() == "```python":
+            flush_markdown()
+            fence = []
+        elif CODE_MARKER.match(line):
+            flush_markdown()
+            key = CODE_MARKER.match(line).group(1)
+            cells.append(_cell("code", sections[key], f"{key}-code", tags=[f"step:{key}"]))
+        else:
+            markdown.append(line)
+    flush_markdown()
+    document = {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python", "version": "3.11"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+
+
+def _sample_class(clean):
+    """The bundled sample class: correct files, typical bugs, the stub, a notebook, a broken file."""
+    from grader.faults.samples import sample_class
+
+    return sample_class(clean, exercise_module(), code_sections, notebook)
+
+
+RELEASE_PACKAGE_DOC = '''"""The checker of the attention exercises: your public checks, run in your own Python.
+
+Generated by the course's kit (`make student`): only the public checks and what
+they need; the course's grader also runs hidden checks. Run it with
+`python check.py` from the folder above this one.
+"""
+'''
+
+
+def release_files(exercise, stub_notebook):
+    """{path in the student release: text}: the exercises, the checker and its public checks."""
+    from grader.integrations.shipping import shipped_files, test_files
+
+    files = {"exercises/attention.py": exercise, "exercises/attention.ipynb": stub_notebook}
+    for name in ("README.md", "requirements.txt", "check.py"):
+        files[name] = (RELEASE / name).read_text()
+    files.update(test_files(kinds=("public",)))
+    files.update(shipped_files(["grader.check.console", "grader.check.runner"], test_files(kinds=("public",))))
+    files["grader/__init__.py"] = RELEASE_PACKAGE_DOC
+    return files
+
+
+def generated_files():
+    """{relative path: text} of everything `make student` writes."""
+    solution_text = SOLUTION.read_text()
+    exercise = exercise_module(solution_text)
+    stub_notebook = notebook(code_sections(exercise))
+    files = {"exercises/attention.py": exercise, "exercises/attention.ipynb": stub_notebook}
+    files.update((f"student_template/{name}", text) for name, text in release_files(exercise, stub_notebook).items())
+    for name, text in _sample_class(clean_solution(solution_text)).items():
+        files[f"samples/class/{name}"] = text
+    return files
+
+
+def generated_roots():
+    return ("exercises", "student_template", "samples/class")
+
+
+def generate_all():
+    files = generated_files()
+    for root in generated_roots():  # drop files that are no longer generated
+        for path in (ROOT / root).rglob("*"):
+            if path.is_file() and str(path.relative_to(ROOT)) not in files and "__pycache__" not in path.parts:
+                path.unlink()
+    for relative, text in files.items():
+        target = ROOT / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return sorted(files)
+
+
+def check_fresh():
+    """Generated files that are missing, differ, or should not be there."""
+    files = generated_files()
+    stale = [relative for relative, text in files.items()
+             if not (ROOT / relative).is_file() or (ROOT / relative).read_text() != text]
+    for root in generated_roots():
+        for path in (ROOT / root).rglob("*"):
+            relative = str(path.relative_to(ROOT))
+            if path.is_file() and relative not in files and "__pycache__" not in path.parts:
+                stale.append(relative)
+    return sorted(stale)

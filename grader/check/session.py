@@ -1,0 +1,212 @@
+"""The student side of the interface: carry out one request on the student's module.
+
+A request names a function or class of the submission and plain inputs; the
+answer is plain data (see `wire`). This code runs wherever the student's code
+runs: in the student's own interpreter for `make check`, in a sandboxed worker
+process for grading. It never judges anything.
+"""
+
+import traceback
+
+import torch
+
+from grader.check import wire
+
+
+def seed_all(seed, device):
+    """torch.manual_seed(seed), without its cost on a CPU-only run: torch.manual_seed also queues
+    a seed for every lazy accelerator backend, recording a stack trace each time (about 1.5 ms)."""
+    if device.type == "cpu":
+        torch.default_generator.manual_seed(seed)
+    else:
+        torch.manual_seed(seed)
+
+
+class Session:
+    def __init__(self, module, device="cpu"):
+        self.module = module
+        self.device = torch.device(device)
+        self.handles = {}
+
+    # -- dispatch ---------------------------------------------------------
+    def handle(self, request):
+        """Carry out one decoded request; return a JSON-ready answer."""
+        try:
+            operation = getattr(self, "op_" + request["op"])
+            if request.get("seed") is not None:
+                seed_all(int(request["seed"]), self.device)
+            with torch.no_grad():
+                value = operation(request)
+            return {"ok": True, "value": wire.encode(value)}
+        except BaseException as error:  # noqa: BLE001 - a student's SystemExit is an answer too
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            return {"ok": False, "error": describe_error(error, self.module)}
+
+    def _inputs(self, request):
+        args = wire.decode(request.get("args", []), self.device)
+        kwargs = wire.decode(request.get("kwargs") or {"$dict": []}, self.device)
+        return args, kwargs
+
+    def _lookup(self, name):
+        if not hasattr(self.module, name):
+            raise MissingName(name)
+        return getattr(self.module, name)
+
+    # -- operations -------------------------------------------------------
+    def op_call(self, request):
+        args, kwargs = self._inputs(request)
+        return self._lookup(request["name"])(*args, **kwargs)
+
+    def op_build(self, request):
+        args, kwargs = self._inputs(request)
+        cls = self._lookup(request["name"])
+        if request.get("stand_in_heads"):
+            # Build with StandInHead as the module's CausalAttention, so the
+            # wrapper is judged on its own, whatever state CausalAttention is in.
+            original = getattr(self.module, "CausalAttention", None)
+            self.module.CausalAttention = StandInHead
+            try:
+                module = cls(*args, **kwargs)
+            finally:
+                self.module.CausalAttention = original
+        else:
+            module = cls(*args, **kwargs)
+        if not isinstance(module, torch.nn.Module):
+            raise TypeError(f"{request['name']}(...) did not create an nn.Module (got {type(module).__name__})")
+        module.to(self.device)
+        handle = len(self.handles) + 1
+        self.handles[handle] = module
+        return handle
+
+    def _module(self, request):
+        module = self.handles[int(request["handle"])]
+        path = request.get("path") or ""
+        return module.get_submodule(path) if path else module
+
+    def op_load_weights(self, request):
+        module = self._module(request)
+        weights = wire.decode(request["weights"], self.device)
+        for name, value in weights.items():
+            owner_path, _, leaf = name.rpartition(".")
+            owner = module.get_submodule(owner_path) if owner_path else module
+            target = getattr(owner, leaf, None)
+            if not isinstance(target, torch.nn.Parameter):
+                raise InjectionError(f"{name} is not an nn.Parameter of {type(module).__name__} "
+                                     f"(found {type(target).__name__}); create it as the chapter does")
+            if tuple(target.shape) != tuple(value.shape):
+                raise InjectionError(f"{name} has shape {tuple(target.shape)}, expected {tuple(value.shape)}")
+            target.copy_(value.to(target.dtype))
+        return None
+
+    def op_forward(self, request):
+        module = self._module(request)
+        module.train(bool(request.get("train", False)))
+        args, kwargs = self._inputs(request)
+        return module(*args, **kwargs)
+
+    def op_state(self, request):
+        module = self._module(request)
+        state = {name: tensor for name, tensor in module.named_parameters()}
+        state.update({name: tensor for name, tensor in module.named_buffers()})
+        return state
+
+    def op_describe(self, request):
+        return describe_module(self._module(request), self.module.__name__)
+
+
+class StandInHead(torch.nn.Module):
+    """What a wrapper gets instead of the student's CausalAttention when judged on its own.
+
+    Same constructor and parameters as the chapter's CausalAttention, created in
+    the same order, and a simple forward (not attention): enough to see how the
+    wrapper builds, stores and combines its heads.
+    """
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query = torch.nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = torch.nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = torch.nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = torch.nn.Dropout(dropout)
+        self.register_buffer("mask", torch.zeros(context_length, context_length))  # shape only
+
+    def forward(self, x):
+        return torch.tanh(self.W_query(x)) + self.W_value(x) * self.W_key(x).sum(dim=-1, keepdim=True)
+
+
+StandInHead.__name__ = StandInHead.__qualname__ = "CausalAttention"
+
+
+class MissingName(Exception):
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
+class InjectionError(Exception):
+    pass
+
+
+def describe_module(root, student_module_name):
+    """Structure facts the judge checks: submodules, parameters, buffers, stray tensors."""
+    modules, buffers, plain_tensors = {}, {}, {}
+    for path, sub in root.named_modules():
+        entry = {
+            "class": type(sub).__name__,
+            "student_class": type(sub).__module__ == student_module_name,
+            "id": id(sub),
+        }
+        if isinstance(sub, torch.nn.Linear):
+            entry.update(in_features=sub.in_features, out_features=sub.out_features, bias=sub.bias is not None)
+        if isinstance(sub, torch.nn.Dropout):
+            entry.update(p=float(sub.p))
+        if isinstance(sub, (torch.nn.ModuleList, torch.nn.Sequential)):
+            entry.update(length=len(sub))
+        modules[path] = entry
+        prefix = f"{path}." if path else ""
+        non_persistent = getattr(sub, "_non_persistent_buffers_set", set())
+        for name, tensor in sub.named_buffers(recurse=False):
+            buffers[prefix + name] = {"shape": list(tensor.shape), "dtype": str(tensor.dtype),
+                                      "persistent": name not in non_persistent}
+        for name, value in vars(sub).items():
+            if isinstance(value, torch.Tensor) and not name.startswith("_"):
+                plain_tensors[prefix + name] = {"shape": list(value.shape), "device": str(value.device)}
+    parameters = {name: {"shape": list(p.shape), "id": id(p)}
+                  for name, p in root.named_parameters(remove_duplicate=False)}
+    return {"modules": modules, "parameters": parameters, "buffers": buffers, "plain_tensors": plain_tensors}
+
+
+def describe_error(error, module=None):
+    """An exception from student code as plain data, with a traceback of the student's own lines.
+
+    The exception is the student's object: its __str__ or __repr__ may raise,
+    so every piece is taken defensively."""
+    frames = traceback.extract_tb(error.__traceback__)
+    student_file = getattr(module, "__file__", None) or ""
+    student_base = student_file.rsplit("/", 1)[-1]
+    student_frames = [frame for frame in frames if student_base and frame.filename.startswith(student_base)]
+    location = ""
+    if student_frames:
+        last = student_frames[-1]
+        location = f"{last.filename}, line {last.lineno}, in {last.name}: {(last.line or '').strip()}"
+    info = {
+        "type": wire.clean_text(type(error).__name__, 100),
+        "message": _safe_text(error, 500),
+        "location": wire.clean_text(location, 300),
+        "not_implemented": isinstance(error, NotImplementedError),
+    }
+    if isinstance(error, MissingName):
+        info["missing_name"] = wire.clean_text(error.name, 100)
+    if isinstance(error, SystemExit):
+        info["message"] = f"your code called exit({_safe_text(error.code, 100, repr)})"
+    if isinstance(error, wire.Unsendable):
+        info["returned"] = True  # not raised by the student: what their code returned cannot be sent
+    return info
+
+
+def _safe_text(value, limit, show=str):
+    try:
+        return wire.clean_text(show(value), limit)
+    except BaseException:  # noqa: BLE001 - a student's __str__ may raise anything, SystemExit included
+        return f"<{type(value).__name__} that cannot be shown>"

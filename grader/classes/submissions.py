@@ -1,0 +1,222 @@
+"""Turn the PATH given to `grade` into named submission files: a file, a folder or a zip."""
+
+import re
+import stat
+import tempfile
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.classes import lms_names
+from grader.text import safe_name
+
+SUFFIXES = (".py", ".ipynb")
+MAX_ZIP_TOTAL = 200 * 1024 * 1024
+MAX_ZIP_MEMBER = 5 * 1024 * 1024
+MAX_ZIP_RATIO = 200
+MAX_ZIP_MEMBERS = 20_000
+
+
+@dataclass
+class Collected:
+    submissions: list = field(default_factory=list)  # (name, Path)
+    problems: list = field(default_factory=list)  # files that were not graded, and why
+    rejected: list = field(default_factory=list)  # (name, message): a student whose only file cannot be graded
+    temporary: object = None
+
+    def cleanup(self):
+        if self.temporary is not None:
+            self.temporary.cleanup()
+
+
+class UsageError(Exception):
+    pass
+
+
+def collect(path):
+    """Submissions under `path`. A folder holds files, or one folder per student."""
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"{path} does not exist; give a .py, .ipynb, a folder of them or a .zip")
+    collected = Collected()
+    if path.is_file() and path.suffix == ".zip":
+        collected.temporary = tempfile.TemporaryDirectory(prefix="grade-zip-")
+        folder = Path(collected.temporary.name)
+        _extract(path, folder, collected)
+        entries = [e for e in folder.iterdir() if not e.name.startswith((".", "__"))]
+        if len(entries) == 1 and entries[0].is_dir():  # a zip of one folder of submissions
+            folder = entries[0]
+        _collect_folder(folder, collected)
+        _name_by_lms(folder, collected)
+    elif path.is_file():
+        if path.suffix not in SUFFIXES:
+            raise UsageError(f"{path} is not a .py, .ipynb or .zip file")
+        collected.submissions.append((safe_name(path.stem), path))
+    elif path.is_dir():
+        _collect_folder(path, collected)
+        _name_by_lms(path, collected)
+    else:
+        raise UsageError(f"{path} is neither a file nor a folder")
+    collected.submissions = _named_apart(collected.submissions, collected.problems)
+    graded = {name for name, _ in collected.submissions}
+    rejected = {}
+    for name, why in collected.rejected:
+        if name not in graded:
+            rejected.setdefault(name, why)
+    collected.rejected = list(rejected.items())
+    return collected
+
+
+def _named_apart(entries, problems):
+    """Give every submission its own name, so that none overwrites another's results.
+
+    `alice.py` and `alice.ipynb` become `alice.py` and `alice.ipynb`; two folders
+    that normalise to the same safe name (`alice smith/`, `alice_smith/`) become
+    `alice_smith` and `alice_smith-2`, in the order they were found."""
+    groups = {}
+    for name, path in entries:
+        groups.setdefault(name, []).append(path.suffix)
+    seen, named = set(), []
+    for name, path in entries:
+        unique = name
+        if len(groups[name]) > 1:
+            if groups[name].count(path.suffix) == 1:
+                unique = f"{name}{path.suffix}"
+            base, number = unique, 2
+            while unique in seen or (unique != name and unique in groups):
+                unique, number = f"{base}-{number}", number + 1
+            if unique != name:
+                problems.append(f"{path}: another submission is also named {name!r}; graded as {unique!r}")
+        seen.add(unique)
+        named.append((unique, path))
+    return named
+
+
+def _name_by_lms(folder, collected):
+    """Name each submission by its student in a Canvas bulk download or a Gradescope export (see lms)."""
+    metadata = folder / lms_names.GRADESCOPE_METADATA
+    if metadata.is_file():  # one folder per submission; the metadata says whose
+        try:
+            people = lms_names.gradescope_submitters(metadata)
+        except Exception as error:  # noqa: BLE001 - a damaged file must not stop the grading
+            collected.problems.append(f"{metadata.name} cannot be read ({error}); folders keep their names")
+            return
+        names = {safe_name(key): lms_names.gradescope_name(who) for key, who in people.items() if who}
+        collected.submissions = [(names.get(name, name), path) for name, path in collected.submissions]
+        collected.problems = [p for p in collected.problems if not p.startswith(f"{metadata.name}:")]
+        return
+    canvas = {path: lms_names.parse_canvas_name(path.name) for _, path in collected.submissions if path.parent == folder}
+    if not canvas or not all(canvas.values()):
+        return
+    files = {}  # Canvas user ID -> that student's files (an upload of several files, or resubmitted names)
+    for path, parsed in canvas.items():
+        files.setdefault(parsed.user_id, []).append((parsed, path))
+    named = [(name, path) for name, path in collected.submissions if path not in canvas]
+    for group in files.values():
+        group.sort(key=lambda item: (re.sub(r"-\d+$", "", Path(item[0].original).stem) != "attention",
+                                     item[1].suffix != ".py", item[1].name))
+        parsed, path = group[0]
+        named.append((parsed.name, path))
+        if len(group) > 1:
+            collected.problems.append(f"{parsed.name}: several code files; graded {parsed.original}")
+    collected.submissions = named
+
+
+def _collect_folder(folder, collected):
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith((".", "__")):
+            continue
+        if entry.is_symlink():  # it could point anywhere: at another student's file, or the hidden tests
+            collected.problems.append(f"{entry.name}: a symbolic link; skipped (submit the file itself)")
+        elif entry.is_file() and entry.suffix in SUFFIXES:
+            collected.submissions.append((safe_name(entry.stem), entry))
+        elif entry.is_dir():
+            files = sorted(p for p in entry.rglob("*") if p.suffix in SUFFIXES and not p.is_symlink() and p.is_file()
+                           and not any(part.startswith((".", "__")) for part in p.relative_to(entry).parts))
+            if len(files) == 1:
+                collected.submissions.append((safe_name(entry.name), files[0]))
+            elif files:
+                preferred = [p for p in files if p.name in ("attention.py", "attention.ipynb")]
+                choice = preferred[0] if preferred else files[0]
+                collected.submissions.append((safe_name(entry.name), choice))
+                collected.problems.append(f"{entry.name}: several code files; graded {choice.relative_to(entry)}")
+            else:
+                collected.problems.append(f"{entry.name}: no .py or .ipynb file inside; nothing to grade")
+        elif entry.is_file():
+            collected.problems.append(f"{entry.name}: not a .py or .ipynb file; skipped")
+
+
+def _owner(name):
+    """The student a zip member belongs to: its top folder, or its own name at the top level."""
+    parts = Path(name).parts
+    return safe_name(parts[0] if len(parts) > 1 else Path(name).stem)
+
+
+def _extract(archive, folder, collected):
+    """Extract a zip defensively: no paths outside `folder`, no links, bounded size and count.
+
+    Sizes in a zip's headers can lie, so bytes are counted as they are unpacked.
+    A member that cannot be unpacked costs only itself; when it was the student's
+    code, that student is listed in `collected.rejected` with the reason."""
+    problems = collected.problems
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            members = zipped.infolist()
+            if len(members) > MAX_ZIP_MEMBERS:
+                problems.append(f"{archive.name}: holds {len(members)} files; only the first "
+                                f"{MAX_ZIP_MEMBERS} were considered")
+                members = members[:MAX_ZIP_MEMBERS]
+            left = MAX_ZIP_TOTAL
+            for info in members:
+                name = info.filename
+                parts = Path(name).parts
+                if name.startswith("/") or ".." in parts or stat.S_ISLNK(info.external_attr >> 16):
+                    problems.append(f"{archive.name}: skipped {name!r} (unsafe path or link)")
+                    continue
+                if info.is_dir():
+                    continue
+                code = Path(name).suffix in SUFFIXES
+                if name.endswith(".zip"):
+                    why = f"{name} is a zip inside the zip; unzip it and submit the files it holds"
+                    problems.append(f"{archive.name}: skipped nested archive {name!r}; unzip it and submit the files")
+                    collected.rejected.append((_owner(name), why))
+                    continue
+                if info.file_size > MAX_ZIP_MEMBER or info.file_size > MAX_ZIP_RATIO * max(info.compress_size, 1):
+                    why = (f"{name} unpacks to {info.file_size / 1e6:.1f} MB from {info.compress_size / 1e3:.1f} kB: "
+                           "far larger than any code file; submit the source only")
+                    problems.append(f"{archive.name}: skipped {name!r} (too large once unpacked)")
+                    if code:
+                        collected.rejected.append((_owner(name), why))
+                    continue
+                if left <= 0:
+                    problems.append(f"{archive.name}: stopped unpacking at {name!r} (archive too large)")
+                    break
+                problem = _extract_member(zipped, info, folder.joinpath(*parts), min(MAX_ZIP_MEMBER, left))
+                if isinstance(problem, str):
+                    problems.append(f"{archive.name}: skipped {name!r} ({problem})")
+                    if code:
+                        collected.rejected.append((_owner(name), f"{name} could not be unpacked: {problem}"))
+                else:
+                    left -= problem
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as error:
+        raise UsageError(f"{archive} is not a valid zip file ({error}); re-download it and try again") from None
+
+
+def _extract_member(zipped, info, target, limit):
+    """Unpack one member, counting the bytes (headers can lie). Returns the size, or why it failed."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        written = 0
+        with zipped.open(info) as source, open(target, "wb") as sink:
+            while chunk := source.read(1 << 16):
+                written += len(chunk)
+                if written > limit:
+                    raise ValueError("too large once unpacked")
+                sink.write(chunk)
+        return written
+    except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError, RuntimeError) as error:
+        target.unlink(missing_ok=True)
+        return str(error) or type(error).__name__  # a corrupt, encrypted or oversized member
+    except OSError as error:  # e.g. a file and a folder with the same name
+        return f"cannot be written: {error.strerror}"

@@ -1,0 +1,235 @@
+"""`make grade ENGINE=otter`: grade a submission through the real `otter run` and the stock Otter zip.
+
+Same inputs and outputs as `judge.grade_submission` (the CLI only swaps the
+function): a SubmissionResult with one TestResult per kit test, scored from the
+pass/fail verdict Otter gives that test's case and the kit's own points.
+
+Stock Otter runs the student's code and the tests in one kernel, with no time
+limit (see README, "Publishing for Otter"). Around it this engine adds what it can:
+
+* a private temporary folder per submission, removed afterwards, holding only
+  a copy of the one submitted file (no `.OTTER_LOG`, which Otter would unpickle,
+  no stray support files), with a notebook's kernelspec set to `python3`;
+* a per-submission time limit: on expiry the whole process group of
+  `otter run` is killed, and every process that inherited this run's marker
+  (the kernel starts its own session) is killed too, as are leftovers after
+  a normal end;
+* only `results.json` is read back (JSON; never Otter's pickle).
+"""
+
+import atexit
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from grader.judging.judge import check_readable
+from grader.judging.model import SubmissionResult, TestResult
+from grader.chapter import STEP_KEYS
+
+MARKER = "KIT_OTTER_RUN"  # environment variable naming this run; inherited by everything it starts
+STARTUP_SECONDS = 30  # otter run's own start (imports, kernel launch) on top of the per-step time limit
+OUTPUT_TAIL = 1500
+
+_built = {}
+_build_lock = threading.Lock()
+
+
+def autograder_zip():
+    """The Otter zip of the current sources (as `make publish` builds it), built once per process."""
+    with _build_lock:
+        if "zip" not in _built:
+            from grader.integrations.otter import build  # noqa: PLC0415 - only the Otter engine needs it
+
+            folder = tempfile.mkdtemp(prefix="kit-otter-autograder-")
+            atexit.register(shutil.rmtree, folder, True)
+            _built["zip"] = build(folder)[0]
+        return _built["zip"]
+
+
+def submission_timeout(options):
+    """Seconds one `otter run` may take: the submission's limit, or its start plus every step's limit."""
+    return (options.limits.submission_seconds
+            or STARTUP_SECONDS + len(STEP_KEYS) * options.limits.step_seconds)
+
+
+def grade_with_otter(path, name, tests, options, autograder=None):
+    """Grade one .py or .ipynb with `otter run`; the same result type as judge.grade_submission."""
+    started = time.monotonic()
+    result = SubmissionResult(name, str(path))
+    unreadable = check_readable(path)
+    if unreadable:
+        result.problems.append(unreadable)
+        result.tests = [TestResult(t.name, t.step, 0.0, t.points, unreadable, t.visibility) for t in tests]
+        return result
+    autograder = Path(autograder or autograder_zip()).resolve()
+    workdir = Path(tempfile.mkdtemp(prefix="kit-otter-run-"))
+    try:
+        submission = private_copy(Path(path), workdir / "submission")
+        output, log = run_otter(autograder, submission, workdir, submission_timeout(options))
+        verdicts, problem = read_verdicts(output, log, tests)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if problem:
+        result.problems.append(problem)
+    for test in tests:
+        passed, message = verdicts.get(test.name, (False, problem or "Otter reported no result for this test"))
+        result.tests.append(TestResult(test.name, test.step, test.points if passed else 0.0, test.points,
+                                       message, test.visibility))
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def private_copy(path, folder):
+    """Copy only the submitted file into `folder`; a notebook gets the `python3` kernelspec."""
+    folder.mkdir(parents=True)
+    target = folder / ("attention.ipynb" if path.suffix == ".ipynb" else "attention.py")
+    if path.suffix == ".ipynb":
+        notebook = json.loads(path.read_bytes().decode("utf-8-sig"))  # check_readable parsed it already
+        if not isinstance(notebook.get("metadata"), dict):
+            notebook["metadata"] = {}
+        # otter run starts the kernel the notebook names; a student's "conda-env-foo" does not exist here.
+        notebook["metadata"]["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        target.write_text(json.dumps(notebook, ensure_ascii=False))
+    else:
+        shutil.copyfile(path, target)
+    return target
+
+
+def run_otter(autograder, submission, workdir, timeout):
+    """Run `otter run` on `submission` in `workdir`; return (results.json path or None, output tail)."""
+    output_dir, scratch = workdir / "output", workdir / "tmp"
+    output_dir.mkdir()
+    scratch.mkdir()
+    token = secrets.token_hex(8)
+    env = {key: value for key, value in os.environ.items() if key not in ("KIT_HIDDEN_TESTS", "PYTHONPATH")}
+    env.update({
+        MARKER: token,
+        # Everything otter, Jupyter and IPython write goes into the private folder.
+        "TMPDIR": str(scratch), "JUPYTER_RUNTIME_DIR": str(scratch / "runtime"), "IPYTHONDIR": str(scratch / "ipython"),
+        # The kernel named python3 is this interpreter (jupyter maps "python" to it, PATH does the rest).
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+    })
+    command = [sys.executable, "-m", "otter", "run", "--autograder", str(autograder), "--output-dir",
+               str(output_dir), "--no-logo", submission.name]
+    log_path = workdir / "otter.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, cwd=submission.parent, env=env, stdin=subprocess.DEVNULL,
+                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            process.wait(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            kill_run(process, token)
+    tail = log_path.read_bytes()[-OUTPUT_TAIL:].decode("utf-8", "replace")
+    if timed_out:
+        return None, (f"otter run did not finish within {timeout:g} s and was stopped; stock Otter has no "
+                      "per-step time limit, so one hanging call costs the whole submission")
+    results = output_dir / "results.json"
+    # otter run exits 0 whatever the scores: anything else means it was stopped midway (a results.json
+    # then may be the student's own, written from the kernel), so nothing of it is believed.
+    return (results if process.returncode == 0 and results.is_file() else None), tail
+
+
+def kill_run(process, token):
+    """Kill `otter run`'s process group and every process that carries this run's marker."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+    for _ in range(5):  # the kernel has its own session; what it started may fork while we look
+        marked = [pid for pid in _pids() if pid != os.getpid() and _marker(pid) == token]
+        if not marked:
+            return
+        for pid in marked:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.05)
+
+
+def _pids():
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def _marker(pid):
+    """The value of MARKER in the environment a process started with, or None."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    prefix = f"{MARKER}=".encode()
+    for entry in raw.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix):].decode("ascii", "replace")
+    return None
+
+
+def read_verdicts(results_path, log_tail, tests):
+    """({kit test name: (passed, message)}, problem or None) from Otter's results.json."""
+    if results_path is None:
+        if log_tail.startswith("otter run did not finish"):
+            return {}, log_tail
+        if "DeadKernelError" in log_tail:
+            return {}, ("the Python kernel running your code died (os._exit, a crash or running out of memory), "
+                        "so Otter graded nothing")
+        return {}, "Otter could not grade this submission (no results.json); the end of its output:\n" + log_tail
+    try:
+        results = json.loads(results_path.read_text(encoding="utf-8"))
+        entries = [entry for entry in results["tests"] if isinstance(entry, dict)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}, "Otter wrote a results.json that cannot be read"
+    verdicts = {}
+    for entry in entries:
+        if entry.get("name") in STEP_KEYS and isinstance(entry.get("output"), str):
+            names = [test.name for test in tests if test.step == entry["name"]]
+            verdicts.update(case_verdicts(entry["output"], names))
+    if not verdicts:
+        failure = next((str(entry.get("output", "")) for entry in entries if entry.get("name") != "Public Tests"), "")
+        return {}, "Otter could not grade this submission:\n" + failure[-OUTPUT_TAIL:]
+    return verdicts, None
+
+
+def case_verdicts(summary, names):
+    """{case name: (passed, message)} from one question's summary in Otter's results.json.
+
+    Otter writes "<question> results: All test cases passed!" (then one line per
+    case only if it has a success message), or "<question> results:" followed by
+    one block per case: a header "    <case> result:" (exactly four spaces: every
+    line of a message is indented by eight or more), then "        ✅ ..." or
+    "        ❌ ..." and the failure's text. `names`: the question's cases.
+    """
+    lines = summary.splitlines()
+    if lines and lines[0].endswith(" results: All test cases passed!"):
+        return {name: (True, "") for name in names}
+    verdicts, current, block = {}, None, []
+    for line in [*lines[1:], "    (end) result:"]:
+        if line.startswith("    ") and not line.startswith("     ") and line.endswith(" result:"):
+            if current is not None:
+                verdicts[current] = _verdict(current, block)
+            current, block = line[4:-len(" result:")], []
+        elif current is not None:
+            block.append(line[8:] if line.startswith("        ") else line.strip())
+    return verdicts
+
+
+def _verdict(name, block):
+    text = [line for line in block if line.strip()]
+    if text and text[0].startswith("✅"):
+        return True, ""
+    # The kit's check raises "CheckFailed: <test name>" followed by its teaching message.
+    for index, line in enumerate(text):
+        if line.endswith(f"Failed: {name}"):
+            return False, "\n".join(text[index + 1:]).strip() or "failed"
+    return False, "\n".join(text[1:]).strip() or "failed"

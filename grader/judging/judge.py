@@ -1,0 +1,152 @@
+"""Grade one submission: a sandboxed worker runs the student's code, step after step.
+
+The judge (this process) holds the tests, the references and the verdicts;
+the worker only runs student code and returns plain data. Each step has its
+own time budget; a step whose worker hangs, crashes, exits or runs out of
+memory fails on its own, and the next step gets a fresh worker.
+"""
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from grader.check.loader import SubmissionError, read_chunks
+from grader.judging.model import SubmissionResult, TestResult
+from grader.chapter import STEPS
+from grader.check.student import Student, StudentUnavailable
+from grader.check.runner import run_test
+from grader.sandbox.limits import DEFAULTS, Limit, Limits
+from grader.sandbox.worker import WorkerTransport
+
+# The judge's tensors are tiny and it grades several submissions in threads while
+# workers run beside it: torch's intra-op thread pool only adds contention (measured:
+# softmax of a 6x6 took 4 ms with the default pool, microseconds with one thread).
+torch.set_num_threads(1)
+
+
+@dataclass(frozen=True)
+class Options:
+    device: str = "cpu"
+    limits: Limits = DEFAULTS
+    isolate_user: bool = None  # run student code under its own uid (default: when running as root)
+
+    @classmethod
+    def of(cls, device="cpu", isolate_user=None, **limits):
+        """Options(limits=Limits(**limits)): `Options.of(step_seconds=3)`."""
+        return cls(device, Limits(**limits), isolate_user)
+
+
+def failure_limit(details):
+    """The Limit a failed test hit, from its details (see check.runner.run_test), or None."""
+    limit = details.pop("limit", None)
+    return limit or (Limit.MEMORY if out_of_memory(details.get("error")) else None)
+
+
+def out_of_memory(error):
+    """Whether the student's own exception (plain data, see testing.details_of) is the allocator
+    giving up: a memory limit, not a bug."""
+    message = str((error or {}).get("message", ""))
+    return (error or {}).get("type") == "MemoryError" or "can't allocate memory" in message or \
+        "Cannot allocate memory" in message
+
+
+class Sandbox:
+    """The worker of one submission: started on first use, replaced after a step kills it.
+
+    A file whose loading itself hangs or crashes fails every step at once:
+    loading is the same for every step, so retrying would only waste time."""
+
+    def __init__(self, path, options):
+        self.path = path
+        self.options = options
+        self.worker = None
+        self.fatal = None
+        self.fatal_limit = None  # the Limit behind `fatal`, if it was one
+        self.problems = []
+
+    def student_for(self, seconds):
+        """A Student for the next step with `seconds` to spend, or None (then `fatal` says why)."""
+        if self.fatal:
+            return None
+        if self.worker is not None and not self.worker.dead:
+            self.worker.begin_step(seconds)
+        else:
+            self.close()
+            try:
+                self.worker = WorkerTransport(
+                    self.path, self.options.device, seconds, self.options.limits.memory_bytes,
+                    cpu_seconds=self.options.limits.cpu_seconds, isolate_user=self.options.isolate_user)
+            except StudentUnavailable as error:
+                self.worker, self.fatal, self.fatal_limit = None, str(error), error.limit
+                return None
+            self.problems.extend(p for p in self.worker.problems if p not in self.problems)
+            self.fatal = self.worker.fatal
+            if self.fatal:
+                return None
+        return Student(self.worker, self.options.device)
+
+    def close(self):
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+
+def grade_step(sandbox, step_key, tests, seconds):
+    """Run the tests of one step against the submission's worker."""
+    student = sandbox.student_for(seconds)
+    results = []
+    for test in tests:
+        details = {}
+        if student is None:
+            passed, message, limit = False, sandbox.fatal, sandbox.fatal_limit
+        else:
+            passed, message = run_test(test, student, details)
+            limit = failure_limit(details)
+        results.append(TestResult(test.name, step_key, test.points if passed else 0.0, test.points,
+                                  message, test.visibility, details, limit))
+    return results
+
+
+def check_readable(path):
+    """Fail fast, once, on a file that cannot be graded at all (empty, binary, bad notebook...)."""
+    try:
+        read_chunks(path)
+        return None
+    except SubmissionError as error:
+        return str(error)
+    except OSError as error:
+        return f"{path}: cannot be read ({error.strerror})"
+
+
+def zero_result(name, path, tests, why):
+    """Zero on every test, with `why` as the message: for a file that cannot be graded at all."""
+    result = SubmissionResult(name, str(path or ""), problems=[why])
+    result.tests = [TestResult(t.name, t.step, 0.0, t.points, why, t.visibility) for t in tests]
+    return result
+
+
+def grade_submission(path, name, tests, options):
+    """Grade one file against all steps, within the per-step and per-submission time limits."""
+    started = time.monotonic()
+    result = SubmissionResult(name, str(path))
+    unreadable = check_readable(path)
+    if unreadable:
+        return zero_result(name, path, tests, unreadable)
+    sandbox = Sandbox(path, options)
+    try:
+        for step in STEPS:
+            step_tests = [test for test in tests if test.step == step.key]
+            if not step_tests:
+                continue
+            left = options.limits.submission_seconds - (time.monotonic() - started)
+            if left <= 0.5 and not sandbox.fatal:
+                sandbox.fatal, sandbox.fatal_limit = (
+                    f"submission time limit: grading stopped after {options.limits.submission_seconds:g} s "
+                    "(earlier steps were too slow)"), Limit.TIME
+            result.tests.extend(grade_step(sandbox, step.key, step_tests, min(options.limits.step_seconds, left)))
+    finally:
+        sandbox.close()  # the student's whole process tree is gone before the verdict is written
+    result.problems = sandbox.problems
+    result.seconds = time.monotonic() - started
+    return result
