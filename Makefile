@@ -4,12 +4,23 @@
 #   make grade ENGINE=otter [SUBMISSION=PATH]   the same through `otter run` and the stock Otter autograder
 #   make grade SUBMISSION=canvas.zip ROSTER=roster.csv   also OUT/canvas_grades.csv and OUT/moodle_grades.csv
 #   make grade SHARD=2/4 OUT=out-2 ; make merge SHARDS="out-1 out-2 out-3 out-4"   spread a class
+#     (in a Slurm array task or a Kubernetes Indexed Job, SHARD comes from the scheduler: docs/cluster.md)
+#   make grade TIME_LIMIT=10 MEMORY_LIMIT=1GiB SUBMISSION_TIME_LIMIT=120 JOBS=4   limits and parallelism
+#   make grade REQUIRE_SANDBOX=1   refuse to grade unless every protection of the OS sandbox is on (docs/sandbox.md)
+#   make grade OVERRIDES=overrides.csv   student,step,points,reason: applied to grades.csv, LMS files, report
+#   make regrade STUDENT=name [SUBMISSION=file.py] [OUT=out]   regrade one student of a graded class
 #   make bench [COUNT=200] [DEVICE=cuda]   speed and memory figures against the targets
 #   make report [OUT=out]          the cohort report OUT/report.html from OUT/results (also after each bulk grade)
-#   make diagnose-report           share of catalogue bugs whose feedback names the right cause
+#   make diagnose-report [JOBS=N] [SPLIT=held-out]   caught / named / wrong cause per split, and the variants
 #   make student                   regenerate exercises/, student_template/ and samples/class/ from solutions/
-#   make publish                   build dist/: student release, Otter, Gradescope and nbgrader autograders
+#   make publish [DIST=dist] [PARTS="nbgrader"] [COURSE_ID=ml101]   build dist/: student.zip (the one student
+#                                  release) and solutions/ (its answer key), Otter, Gradescope and nbgrader autograders
+#                                  (never touches grading work: docs/publishing.md)
 #   make check STEP=masking [SUBMISSION=exercises/attention.py]   a student's public check of one step
+# A knob is given on make's command line (make grade OUT=x), never picked up from the shell: an exported OUT,
+# DEVICE or SUBMISSION (`make test` sets one for its own checks) must not redirect a run in silence.
+KNOBS := $(shell sed -n 's/^\([A-Z][A-Z0-9_]*\) *?=.*/\1/p' $(firstword $(MAKEFILE_LIST)))
+$(foreach knob,$(KNOBS),$(if $(filter environment,$(origin $(knob))),$(eval undefine $(knob))))
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -23,13 +34,39 @@ ENGINE ?= kit
 SHARD ?=
 SHARDS ?=
 ROSTER ?=
+OVERRIDES ?=
+STUDENT ?=
+TIME_LIMIT ?=
+MEMORY_LIMIT ?=
+SUBMISSION_TIME_LIMIT ?=
+ZIP_ENCODING ?=
+COUNT ?=
+DIST ?= dist
+PARTS ?=
+COURSE_ID ?=
+REQUIRE_SANDBOX ?=
+SPLIT ?=
 
-.PHONY: test grade merge bench student check publish clean
+# Every knob is declared above with `?=`. A variable given on the command line that is not one of them is
+# a typo (TIME_LMIT=5 would otherwise be ignored in silence): stop and say which.
+UNKNOWN := $(filter-out $(KNOBS),$(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $v)),$v)))
+ifneq ($(strip $(UNKNOWN)),)
+$(error unknown variable(s) $(strip $(UNKNOWN)); the knobs are: $(KNOBS))
+endif
+# What `grade` and `regrade` pass on (a knob left empty keeps the grader's default).
+GRADING := --device $(DEVICE) $(if $(JOBS),--jobs $(JOBS)) --engine $(ENGINE) \
+	$(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(MEMORY_LIMIT),--memory-limit $(MEMORY_LIMIT)) \
+	$(if $(SUBMISSION_TIME_LIMIT),--submission-time-limit $(SUBMISSION_TIME_LIMIT)) \
+	$(if $(ROSTER),--roster $(ROSTER)) $(if $(OVERRIDES),--overrides $(OVERRIDES)) \
+	$(if $(REQUIRE_SANDBOX),--require-sandbox)
 
-# requirements.txt: what grading needs; requirements-publish.txt: the LMS tools (otter, nbgrader).
-$(VENV)/.installed: requirements.txt requirements-publish.txt
+.PHONY: test grade regrade merge bench student check publish clean
+
+# Three sets, one owner each: requirements.txt what grading imports (the Gradescope image gets exactly
+# that), requirements-publish.txt the LMS tools (otter, nbgrader), requirements-test.txt the kit's tests.
+$(VENV)/.installed: requirements.txt requirements-publish.txt requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -r requirements.txt -r requirements-publish.txt
+	$(PY) -m pip install -q -r requirements.txt -r requirements-publish.txt -r requirements-test.txt
 	touch $@
 
 # Headless Chromium (Debian's package, no browser download) renders the feedback pages in tests/kit.
@@ -39,19 +76,33 @@ $(CHROMIUM):
 	  ($(if $(filter 0,$(shell id -u)),,sudo) apt-get update && \
 	   $(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
+# The sandbox's seccomp filter is compiled by libseccomp (Debian's libseccomp2, usually present already);
+# without it workers run without the filter and the run says so (docs/sandbox.md).
+LIBSECCOMP := $(firstword $(wildcard /usr/lib/*/libseccomp.so.2 /lib/*/libseccomp.so.2 /usr/lib64/libseccomp.so.2))
+.PHONY: sandbox-libs
+sandbox-libs:
+	$(if $(LIBSECCOMP),@true,$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y libseccomp2 || \
+	  ($(if $(filter 0,$(shell id -u)),,sudo) apt-get update && \
+	   $(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y libseccomp2))
+
 # The public and hidden tests run in-process on the reference; tests/kit grades through the sandbox.
-test: $(VENV)/.installed $(CHROMIUM)
+test: $(VENV)/.installed $(CHROMIUM) sandbox-libs
 	SUBMISSION=solutions/attention.py $(PY) -m pytest -q
 
-grade: $(VENV)/.installed
-	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) --device $(DEVICE) $(if $(JOBS),--jobs $(JOBS)) --engine $(ENGINE) $(if $(RESULTS),--results $(RESULTS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ROSTER),--roster $(ROSTER))
+grade: $(VENV)/.installed sandbox-libs
+	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) $(GRADING) $(if $(RESULTS),--results $(RESULTS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ZIP_ENCODING),--zip-encoding $(ZIP_ENCODING))
+
+# make regrade STUDENT=name [SUBMISSION=file]: one student again, into the class's OUT (every class file follows).
+regrade: $(VENV)/.installed sandbox-libs
+	$(if $(STUDENT),,$(error make regrade needs STUDENT=<a name from $(OUT)/grades.csv>))
+	$(PY) -m grader regrade $(STUDENT) --out $(OUT) $(GRADING) $(if $(SUBMISSION),--submission $(SUBMISSION))
 
 # make merge SHARDS="out-1 out-2 out-3" [OUT=out]: one class from the OUT folders of SHARD=i/N runs.
 merge: $(VENV)/.installed
-	$(PY) -m grader merge $(SHARDS) --out $(OUT) $(if $(ROSTER),--roster $(ROSTER))
+	$(PY) -m grader merge $(SHARDS) --out $(OUT) $(if $(ROSTER),--roster $(ROSTER)) $(if $(OVERRIDES),--overrides $(OVERRIDES))
 
 # Speed and memory figures against the targets (200 submissions, the torch-import floor, otter run...).
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed sandbox-libs
 	$(PY) bench/bench.py --count $(or $(COUNT),200) --device $(DEVICE) $(if $(JOBS),--jobs $(JOBS))
 
 .PHONY: report diagnose-report
@@ -59,15 +110,16 @@ bench: $(VENV)/.installed
 report: $(VENV)/.installed
 	$(PY) -m grader report --out $(OUT)
 
-# Over the bug catalogue: how often the feedback names the expected cause; never a cause for a correct variant.
+# Over the fault catalogue, tuning and held-out splits apart: caught, cause named, wrong cause; never a cause for
+# a correct variant. Grades JOBS submissions at a time (default: one per core); docs/diagnosis.md.
 diagnose-report: $(VENV)/.installed
-	$(PY) -m grader.faults.measure
+	$(PY) -m grader.faults.measure $(if $(JOBS),--jobs $(JOBS)) $(if $(SPLIT),--split $(SPLIT))
 
 student: $(VENV)/.installed
 	$(PY) -m grader generate
 
 publish: $(VENV)/.installed
-	$(PY) -m grader publish --dist dist
+	$(PY) -m grader publish --dist $(DIST) $(PARTS) $(if $(COURSE_ID),--course-id $(COURSE_ID))
 
 # Third-party pytest plugins (installed with jupyter/otter) only slow a student's check down.
 check: $(VENV)/.installed

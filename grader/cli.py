@@ -1,24 +1,34 @@
 """Command line: `python -m grader grade PATH`, `merge`, `generate` and `publish`.
 
-Exit status 0 whenever grading completed, whatever the scores; 2 for bad usage.
+Exit status 0 whenever grading completed, whatever the scores; 2 for bad usage
+(one line saying which argument and why); 1 when the run stopped early because
+OUT filled up, could not be written or is in use by another run: every result
+written so far is kept, and the same command resumes where it stopped.
 """
 
 import argparse
+import contextlib
 import os
+import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from grader.classes import tables
-from grader.classes.bulk import grade_class, parse_shard, read_shards, shard, suite_digest, write_manifest
+from grader.classes import class_record, tables
+from grader.classes.bulk import (grade_class, parse_shard, read_shards, shard, shard_from_environment, suite_digest,
+                                 write_manifest)
 from grader.classes.submissions import UsageError, collect
 from grader.feedback import page as feedback
 from grader.feedback import report
 from grader.judging import results_json as results_io
 from grader.check.suite import discover, max_points
-from grader.outfiles import write_atomic
+from grader.classes.bulk import OutBusy, foreign_out, holding
+from grader.outfiles import OutputError, write_atomic
 from grader.paths import SAMPLE_CLASS
 from grader.sandbox.limits import DEFAULTS, Limits, parse_size
+from grader.sandbox.seal import SandboxError
+from grader.text import terminal
 
 DEFAULT_JOBS = 2 * (os.cpu_count() or 1)
 
@@ -41,20 +51,34 @@ def grade_command(args):
     maxima = max_points(tests)
     options = Options(args.device, Limits(args.time_limit, args.memory_limit, args.submission_time_limit))
     grade = grading_engine(args.engine)
+    sandbox = sandbox_check(args)
     try:
         slice_of_class = parse_shard(args.shard) if args.shard else None
     except ValueError as error:
         raise UsageError(str(error)) from None
-    collected = collect(args.path)
+    collected = collect(args.path, args.zip_encoding)
     try:
+        if args.results:
+            writable_folder(Path(args.results).parent, "--results")
         for problem in collected.problems:
-            print(f"note: {problem}", file=sys.stderr)
+            print(f"note: {terminal(problem)}", file=sys.stderr)
         if not collected.submissions and not collected.rejected:
             raise UsageError(f"no .py or .ipynb submissions found in {args.path}")
         out = Path(args.out)
         started = time.monotonic()
         single = (len(collected.submissions) == 1 and not collected.rejected and not Path(args.path).is_dir()
                   and not args.shard)
+        if not (single and args.results):  # this run writes into OUT: no other run may at the same time
+            args.held.enter_context(hold_out(out))
+        if single and not args.results and class_record.is_class_out(out):  # never mix a lone file into a class
+            raise UsageError(f"{out} holds a graded class; grade this file into another OUT, or regrade a student "
+                             f"of that class: make regrade STUDENT=<name> SUBMISSION={args.path} OUT={out}")
+        if not single and slice_of_class is None:
+            slice_of_class = scheduler_shard()
+        record = class_record.read_record(out) if not single else {}
+        if not single:
+            record = class_run_record(record, collected, args)
+            collected.submissions = regraded_files(collected.submissions, record)
         if single:
             name, path = collected.submissions[0]
             graded = [grade(path, name, tests, options)]
@@ -75,15 +99,17 @@ def grade_command(args):
                 index, count = slice_of_class
                 submissions = shard(submissions, index, count)
                 write_manifest(out, index, count, [name for name, _ in submissions])
-            settings = {"suite": suite_digest(), "engine": args.engine, "options": vars(options),
-                        "public_only": args.public_only}
-            graded = grade_class(submissions, tests, options, out, maxima, grade_or_reject, settings,
-                                 jobs=args.jobs)
-            if not args.shard:  # a shard's class files come from `merge`
-                write_class_files(out, graded, maxima, args)
+            graded = grade_class(submissions, tests, options, out, maxima, grade_or_reject,
+                                 grading_settings(args, options), jobs=args.jobs)
+            if slice_of_class:  # a shard's class files come from `merge`; its record carries the origins
+                class_record.write_record(out, record)
+            else:
+                record = write_class_files(out, graded, maxima, record, sources=submissions)
             where = out
-        print(tables.score_table(graded, maxima))
+        print(tables.score_table(graded, maxima, record.get("final")))
         print(f"\n{len(graded)} submission(s) graded in {time.monotonic() - started:.1f}s; results in {where}")
+        if sandbox is not None:
+            print(sandbox.summary())
         return 0
     finally:
         collected.cleanup()
@@ -100,29 +126,175 @@ def merge_command(args):
     if problems:
         return 1
     out = Path(args.out)
+    args.held.enter_context(hold_out(out))
     for name, (path, _) in found.items():
         target = out / "results" / f"{name}.json"
         if path.resolve() != target.resolve():
             write_atomic(target, path.read_text(encoding="utf-8"))
     graded = [result for _, result in found.values()]
     maxima = max_points(discover())
-    write_class_files(out, graded, maxima, args)
-    print(tables.score_table(graded, maxima))
+    record = class_record.read_record(out)
+    for folder in args.shards:  # the shards' LMS origins (each shard recorded the whole class's)
+        shard_record = class_record.read_record(folder)
+        record.setdefault("source", shard_record.get("source"))
+        record.setdefault("origins", {}).update(shard_record.get("origins") or {})
+    record = with_roster_and_overrides(record, args)
+    record = write_class_files(out, graded, maxima, record)
+    print(tables.score_table(graded, maxima, record.get("final")))
     print(f"\nmerged {len(args.shards)} shard(s), {len(graded)} submission(s), into {out}")
     return 0
 
 
-def write_class_files(out, graded, maxima, args):
-    """Everything written once per class, after all its submissions are graded (grades.csv...)."""
-    write_atomic(out / "grades.csv", tables.grades_csv(graded))
-    if getattr(args, "roster", None):  # Canvas and Moodle import files, one row per roster student
+def write_class_files(out, graded, maxima, record, sources=None):
+    """Everything written once per class, after all its submissions are graded: grades.csv, the LMS files
+    and class.json (final scores: overrides applied), the feedback pages, the integrity page (code evidence
+    only when `sources`, the class's (name, path) list, is given), the report. Returns the record."""
+    out = Path(out)
+    notes, roster = [], None
+    if record.get("roster"):  # Canvas and Moodle import files, one row per roster student
         from grader.integrations import lms
 
-        for note in lms.write_lms_files(out, graded, maxima, args.roster):
-            print(f"note: {note}", file=sys.stderr)
+        roster = lms.read_roster_text(record["roster"]["text"], record["roster"]["file"])
+        record["students"] = lms.roster_record(roster, graded, record.get("origins"))
+    else:
+        record.pop("students", None)
+    record["final"], override_notes = class_record.finals(graded, record)
+    notes += override_notes
+    write_atomic(out / "grades.csv", tables.grades_csv(graded, record["final"]))
+    if roster is not None:
+        scores = {name: entry["total"] for name, entry in record["final"].items()}
+        notes += lms.write_lms_files(out, graded, maxima, roster=roster, origins=record.get("origins"), scores=scores)
+    record["notes"] = notes
+    class_record.write_record(out, record)
+    for note in notes:
+        print(f"note: {terminal(note)}", file=sys.stderr)
     # OUT/feedback/<name>.html, from OUT/results (so merges get them too)
     feedback.write_pages(out)
+    from grader.feedback import integrity  # instructor-only (copydetect): never shipped with the Gradescope engine
+
+    print(integrity.write_integrity(out, sources))
     print(report.write_report(out))
+    return record
+
+
+def grading_settings(args, options):
+    """What a result's fingerprint depends on besides the file (see bulk.fingerprint); a result graded
+    under weaker protections than this run's is graded again."""
+    settings = {"suite": suite_digest(), "engine": args.engine, "options": vars(options), "public_only": args.public_only}
+    if args.engine == "kit":
+        from grader.sandbox import worker
+
+        settings["sandbox"] = worker.protections().mode
+    return settings
+
+
+def sandbox_check(args):
+    """Probe what the sandbox can have here and say so; with --require-sandbox, refuse to grade without
+    all of it (exit 2). Workers are then sealed ahead of time in each judge (see sandbox.worker)."""
+    if args.engine != "kit":
+        return None
+    from grader.sandbox import worker
+
+    found = worker.protections()
+    print(terminal(found.summary()), file=sys.stderr)
+    if args.require_sandbox and not found.complete:
+        raise UsageError(f"--require-sandbox: refusing to grade without {', '.join(found.missing())} "
+                         f"({'; '.join(found.off) or 'unavailable here'}); see docs/sandbox.md for what each needs")
+    worker.WorkerTransport.REQUIRE_SANDBOX = args.require_sandbox
+    worker.preseal(True)
+    return found
+
+
+def scheduler_shard():
+    """The slice of the class a Slurm array task or a Kubernetes Indexed Job pod grades, when SHARD is not given."""
+    try:
+        found = shard_from_environment(os.environ)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if found:
+        (index, count), where = found
+        print(f"note: grading slice {index}/{count} of the class ({where})", file=sys.stderr)
+        return index, count
+    return None
+
+
+def class_run_record(record, collected, args):
+    """OUT/class.json for a class run: where the class came from, its LMS origins, roster and overrides
+    (a new --roster or --overrides replaces the recorded one; otherwise the recorded one still applies)."""
+    record = dict(record)
+    record.update(source=str(Path(args.path).resolve()), zip_encoding=args.zip_encoding,
+                  origins={name: origin.as_dict() for name, origin in collected.origins.items()})
+    return with_roster_and_overrides(record, args)
+
+
+def with_roster_and_overrides(record, args):
+    if getattr(args, "roster", None):
+        record["roster"] = {"file": Path(args.roster).name,
+                            "text": Path(args.roster).read_text(encoding="utf-8-sig")}
+    if getattr(args, "overrides", None) is not None:
+        record["overrides"] = [override.as_dict() for override in args.overrides]
+    return record
+
+
+def regraded_files(submissions, record):
+    """A student regraded from another file (`regrade STUDENT=... SUBMISSION=file`) stays graded from it."""
+    regrades = record.get("regrades") or {}
+    kept = []
+    for name, path in submissions:
+        other = regrades.get(name)
+        if other and Path(other).is_file():
+            print(f"note: {terminal(name)}: graded from {terminal(other)} (a regrade, see class.json)", file=sys.stderr)
+            path = Path(other)
+        kept.append((name, path))
+    return kept
+
+
+def regrade_command(args):
+    """Regrade one student of a graded class into its OUT: their results, feedback page and every class file."""
+    from grader.judging.judge import Options
+
+    sandbox_check(args)
+    out = Path(args.out)
+    record = class_record.read_record(out)
+    if not record.get("final"):
+        raise UsageError(f"{out} holds no graded class (no class.json): grade the class first (make grade OUT={out})")
+    names = list(record["final"])
+    name = args.student if args.student in names else next(
+        (known for known in names if known.casefold() == args.student.casefold()),
+        class_record.aliases_of(record).get(args.student))
+    if name is None:
+        raise UsageError(f"{args.student!r} is not a submission of {out} (see its grades.csv)")
+    args.held.enter_context(hold_out(out))  # no other run writes into OUT meanwhile
+    collected = None
+    try:
+        if args.submission:
+            path = Path(args.submission)
+            if not path.is_file() or path.suffix not in (".py", ".ipynb"):
+                raise UsageError(f"{path} is not a .py or .ipynb file")
+            record.setdefault("regrades", {})[name] = str(path.resolve())
+        else:
+            collected = collect(record["source"], record.get("zip_encoding"))
+            found = dict(regraded_files(collected.submissions, record))
+            if name not in found:
+                raise UsageError(f"{name} is no longer in {record['source']}: give the file, SUBMISSION=...")
+            path = found[name]
+        tests = discover(kinds=("public",) if args.public_only else ("public", "hidden"))
+        maxima = max_points(tests)
+        options = Options(args.device, Limits(args.time_limit, args.memory_limit, args.submission_time_limit))
+        started = time.monotonic()
+        (out / "results" / f"{name}.json").unlink(missing_ok=True)  # graded again even if nothing changed
+        grade_class([(name, path)], tests, options, out, maxima, grading_engine(args.engine),
+                    grading_settings(args, options), jobs=1)
+        graded = [results_io.read_results_json(out / "results" / f"{known}.json") for known in names
+                  if (out / "results" / f"{known}.json").is_file()]
+        with_roster_and_overrides(record, args)
+        record = write_class_files(out, graded, maxima, record)
+        print(tables.score_table([r for r in graded if r.name == name], maxima, record.get("final")))
+        print(f"\nregraded {name} from {path} in {time.monotonic() - started:.1f}s; class files in {out}")
+        return 0
+    finally:
+        if collected is not None:
+            collected.cleanup()
 
 
 def generate_command(args):
@@ -150,11 +322,54 @@ def report_command(args):
 
 
 def publish_command(args):
-    from grader.build.publish import PARTS, publish
+    from grader.build.publish import PARTS, PublishRefused, publish
 
-    for path in publish(args.dist, args.parts or PARTS):
+    unknown = [part for part in args.parts if part not in PARTS]
+    if unknown:
+        raise UsageError(f"unknown part(s) {', '.join(map(repr, unknown))}: the parts are {', '.join(PARTS)}")
+    writable_folder(args.dist, "--dist")
+    try:
+        written = publish(args.dist, args.parts or PARTS, course_id=args.course_id)
+    except PublishRefused as refused:
+        for line in refused.lines:
+            print(f"refused: {line}", file=sys.stderr)
+        return 1
+    for path in written:
         print(f"wrote {path}")
     return 0
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported in one line (argparse prints the whole usage first)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {terminal(message)} (see {self.prog} --help)\n")
+
+
+def hold_out(out):
+    """bulk.holding(out), with an OUT that cannot be created or written, or that is not this user's
+    alone, reported as a bad --out. Runs before any student code: OUT is created by the grader."""
+    writable_folder(out, "--out")
+    problem = foreign_out(out)
+    if problem:
+        raise UsageError(f"--out {out}: {problem}; remove it, or give another --out")
+    return holding(out)
+
+
+def writable_folder(folder, option):
+    """Create `folder` if needed and check that files can be made in it, before any grading."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):  # as root, os.access says yes to anything
+            pass
+    except OSError as error:
+        raise UsageError(f"{option} {folder}: cannot write there ({error.strerror or error}); "
+                         "give a folder you can write") from None
+
+
+MAX_SECONDS = 24 * 3600
+MIN_MEMORY, MAX_MEMORY = 64 << 20, 1 << 50  # PyTorch itself needs tens of MiB; past a PiB is a typo
 
 
 def seconds_argument(text):
@@ -162,16 +377,37 @@ def seconds_argument(text):
         value = float(text)
     except ValueError:
         value = -1.0
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (e.g. 10 or 2.5)")
+    if not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds between 0 and {MAX_SECONDS} "
+                                         "(e.g. 10 or 2.5)")
     return value
 
 
 def size_argument(text):
     try:
-        return parse_size(text)
+        size = parse_size(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+    if not MIN_MEMORY <= size <= MAX_MEMORY:
+        raise argparse.ArgumentTypeError(f"{text!r} is {'too small to run PyTorch' if size < MIN_MEMORY else 'too large'}"
+                                         ": give a size between 64MiB and 1PiB, e.g. 512MiB or 2GiB")
+    return size
+
+
+def jobs_argument(text):
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if not 1 <= jobs <= 1024:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of submissions to grade at once (1 to 1024)")
+    return jobs
+
+
+def device_argument(text):
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device: cpu, cuda or cuda:N")
+    return text
 
 
 def roster_argument(text):
@@ -185,35 +421,69 @@ def roster_argument(text):
     return text
 
 
+OVERRIDES_HELP = ("CSV of student,step,points,reason (step: a step key or total): applied to grades.csv, the LMS "
+                  "files and the report, each with its reason; replaces the OUT's earlier overrides")
+
+
+def add_grading_options(parser):
+    """The options of `grade` that `regrade` shares (a regrade should grade as the class was graded)."""
+    parser.add_argument("--jobs", type=jobs_argument, default=DEFAULT_JOBS,
+                        help=f"submissions graded at once (default {DEFAULT_JOBS}: two per core, so that one's "
+                             "worker computes while the other's judge thread checks)")
+    parser.add_argument("--time-limit", type=seconds_argument, default=DEFAULTS.step_seconds,
+                        help=f"seconds per step (default {DEFAULTS.step_seconds:g})")
+    parser.add_argument("--memory-limit", type=size_argument, default=DEFAULTS.memory_bytes,
+                        help=f"memory cap per step, e.g. 512MiB (default {DEFAULTS.memory_bytes >> 30}GiB)")
+    parser.add_argument("--device", type=device_argument, default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--public-only", action="store_true", help="grade with the public tests only")
+    parser.add_argument("--roster", type=roster_argument, default=None,
+                        help="class list CSV (a Canvas gradebook export or groups export, a Moodle grading worksheet "
+                             "or participants export, a plain roster): also write OUT/canvas_grades.csv and "
+                             "OUT/moodle_grades.csv (and moodle_worksheet.csv), empty for students who did not submit")
+    parser.add_argument("--overrides", type=overrides_argument, default=None, help=OVERRIDES_HELP)
+    parser.add_argument("--submission-time-limit", type=seconds_argument, default=DEFAULTS.submission_seconds,
+                        help=f"seconds for all steps of one submission (default {DEFAULTS.submission_seconds:g})")
+    parser.add_argument("--engine", choices=("kit", "otter"), default="kit",
+                        help="kit: the sandboxed grader (default); otter: `otter run` with dist/otter's zip")
+    parser.add_argument("--require-sandbox", action="store_true",
+                        help="refuse to grade (exit 2) unless every protection of the OS sandbox is on here "
+                             "(namespaces, seccomp...); without it a degraded sandbox is reported, not refused")
+
+
+def overrides_argument(text):
+    """--overrides: read and checked before any grading (an empty file clears the OUT's overrides)."""
+    from grader.classes.overrides import read_overrides
+
+    try:
+        return read_overrides(text)
+    except (OSError, ValueError, UnicodeDecodeError) as error:
+        raise argparse.ArgumentTypeError(f"cannot use {text} as overrides: {error}") from None
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
+    parser = Parser(prog="python -m grader", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     grade = commands.add_parser("grade", help="grade a .py, .ipynb, folder or .zip of submissions")
     grade.add_argument("path", nargs="?", default=str(SAMPLE_CLASS), help="default: the bundled sample class")
     grade.add_argument("--out", default="out", help="folder for results (default: out)")
     grade.add_argument("--results", default=None, help="results.json path for a single submission")
-    grade.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
-                       help=f"submissions graded at once (default {DEFAULT_JOBS}: two per core, so that one's "
-                            "worker computes while the other's judge thread checks)")
-    grade.add_argument("--time-limit", type=seconds_argument, default=DEFAULTS.step_seconds,
-                       help=f"seconds per step (default {DEFAULTS.step_seconds:g})")
-    grade.add_argument("--memory-limit", type=size_argument, default=DEFAULTS.memory_bytes,
-                       help=f"memory cap per step, e.g. 512MiB (default {DEFAULTS.memory_bytes >> 30}GiB)")
-    grade.add_argument("--device", default="cpu", help="cpu or cuda")
-    grade.add_argument("--public-only", action="store_true", help="grade with the public tests only")
-    grade.add_argument("--roster", type=roster_argument, default=None,
-                       help="class list CSV (a Canvas gradebook export, a Moodle or plain roster): also write "
-                            "OUT/canvas_grades.csv and OUT/moodle_grades.csv, empty for students who did not submit")
-    grade.add_argument("--submission-time-limit", type=seconds_argument, default=DEFAULTS.submission_seconds,
-                       help=f"seconds for all steps of one submission (default {DEFAULTS.submission_seconds:g})")
-    grade.add_argument("--shard", default=None, help="i/N: grade only the i-th of N slices of the class")
-    grade.add_argument("--engine", choices=("kit", "otter"), default="kit",
-                       help="kit: the sandboxed grader (default); otter: `otter run` with dist/otter's zip")
+    add_grading_options(grade)
+    grade.add_argument("--shard", default=None, help="i/N: grade only the i-th of N slices of the class "
+                       "(default: from a Slurm array task or a Kubernetes Indexed Job, if run in one)")
+    grade.add_argument("--zip-encoding", default=None,
+                       help="code page of zip file names that are not UTF-8 (default cp437, the ZIP standard's)")
+    regrade = commands.add_parser("regrade", help="regrade one student of a graded class into its OUT")
+    regrade.add_argument("student", help="the submission's name in OUT/grades.csv (or a roster identifier)")
+    regrade.add_argument("--out", default="out", help="the graded class folder (default: out)")
+    regrade.add_argument("--submission", default=None,
+                         help="grade this file as the student's (default: the student's file in the graded class)")
+    add_grading_options(regrade)
     merge = commands.add_parser("merge", help="combine the OUT folders of sharded runs into one class")
     merge.add_argument("shards", nargs="+", help="the OUT folders of the `grade --shard i/N` runs")
     merge.add_argument("--out", default="out", help="folder for the merged results (default: out)")
     merge.add_argument("--roster", type=roster_argument, default=None,
                        help="class list CSV: also write the Canvas and Moodle import files for the whole class")
+    merge.add_argument("--overrides", type=overrides_argument, default=None, help=OVERRIDES_HELP)
     cohort = commands.add_parser("report", help="write OUT/report.html (the cohort report) from OUT/results")
     cohort.add_argument("--out", default="out", help="the graded class folder (default: out)")
     cohort.add_argument("--pages", action="store_true", help="also rewrite the feedback pages OUT/feedback/*.html")
@@ -222,11 +492,23 @@ def main(argv=None):
     publish = commands.add_parser("publish", help="build the student release and the LMS autograders into dist/")
     publish.add_argument("--dist", default="dist", help="output folder (default: dist)")
     publish.add_argument("parts", nargs="*", help="only these parts (student, otter, gradescope, nbgrader)")
+    publish.add_argument("--course-id", default=None,
+                         help="the nbgrader course id (default: the existing course's, else attention)")
     args = parser.parse_args(argv)
+    args.held = contextlib.ExitStack()  # what a command holds until it ends (OUT's lock)
     try:
         commands_by_name = {"grade": grade_command, "merge": merge_command, "generate": generate_command,
-                            "publish": publish_command, "report": report_command}
+                            "publish": publish_command, "report": report_command, "regrade": regrade_command}
         return commands_by_name[args.command](args)
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (UsageError, report.ResultsError, SandboxError) as error:
+        print(f"error: {terminal(error)}", file=sys.stderr)
         return 2
+    except OutBusy as error:
+        print(f"error: {terminal(error)}", file=sys.stderr)
+        return 1
+    except OutputError as error:  # a full disk, a read-only OUT: the results written so far are kept
+        print(f"error: {terminal(error)}; every result written so far is kept: free space (or make the folder "
+              "writable) and run the same command again, it grades only what is missing", file=sys.stderr)
+        return 1
+    finally:
+        args.held.close()

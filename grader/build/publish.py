@@ -1,29 +1,188 @@
-"""`make publish`: build everything an instructor uploads into dist/, from solutions/ and tests/.
+"""`make publish`: build everything an instructor uploads into dist/, from solutions/ and tests/, without
+ever destroying grading work.
 
 Each part is built by a module with `build(dist: Path) -> list[Path]` (the files it wrote):
   student     dist/student/ and dist/student.zip, the student release with Otter self-checks
   otter       dist/otter/<name>-autograder.zip, a stock Otter autograder
   gradescope  dist/gradescope/autograder.zip, running the kit's own sandboxed grader
   nbgrader    dist/nbgrader/, an nbgrader course with generate_assignment already run
+
+Every part is built in a staging folder first, then installed file by file:
+* the kit's own trees (student/, otter/, gradescope/, and in nbgrader/ the source/ and release/ of the
+  assignment, kit_hidden_tests/ and the kit_*.py plugins) are replaced, files they no longer hold removed;
+* nbgrader_config.py is replaced only while it is as the kit wrote it (dist/.kit-publish.json records
+  what was written); edited by hand, the publish is refused (the instructor's settings go in
+  course_config.py, which the config loads and the kit never writes);
+* nothing else is written or removed: the gradebook, submitted/, autograded/, feedback/, exports and
+  any file the kit did not make stay as they are. An nbgrader course whose assignment's graded cells
+  would change while it holds student work is refused (see integrations.nbgrader.plan_course);
+* a folder that holds a graded class (results/, grades.csv, class.json) is refused as a target.
+A refusal changes nothing and says what would have changed.
 """
 
+import hashlib
 import importlib
+import json
 import shutil
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Each part: the module whose `build(dist)` writes it.
 BUILDERS = {"student": "grader.build.release", "otter": "grader.integrations.otter",
             "gradescope": "grader.integrations.gradescope", "nbgrader": "grader.integrations.nbgrader"}
 PARTS = tuple(BUILDERS)
+MANIFEST = ".kit-publish.json"
+# The trees each part owns outright, rebuilt on every publish (relative to dist, '/' ends a folder): what
+# the part's build writes at the top of dist, plus these (older layouts' names, so their leftovers go);
+# the nbgrader course is shared with the instructor, so only these subtrees of it are the kit's.
+OWNED = {"student": ("student/", "student.zip", "solutions/"), "otter": ("otter/",), "gradescope": ("gradescope/",),
+         "nbgrader": ("nbgrader/source/attention/", "nbgrader/release/attention/", "nbgrader/kit_hidden_tests/",
+                      "nbgrader/kit_csv_export.py", "nbgrader/kit_nbgrader.py")}
+TOPS = {"nbgrader": ("nbgrader/",)}  # where a part's files live: a recorded, unchanged file there may go
+GRADING_OUT = ("results", "grades.csv", "class.json")  # what a graded class folder holds
+GRADEBOOK = "nbgrader/gradebook.db"
 
 
-def publish(dist, parts=PARTS):
-    """Build the parts into `dist` (emptied first when every part is built); return the files written."""
+class PublishRefused(Exception):
+    """Publishing would touch grading work or hand-edited files; nothing was changed."""
+
+    def __init__(self, lines):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+@dataclass
+class Plan:
+    staged: dict = field(default_factory=dict)  # relative path -> staged file: every file the build made
+    write: dict = field(default_factory=dict)  # relative path -> staged file, to install
+    remove: list = field(default_factory=list)  # relative paths of stale generated files
+    refusals: list = field(default_factory=list)
+    course: str = ""  # nbgrader: "install", "keep" or "regenerate" the gradebook (see plan_course)
+
+
+def publish(dist, parts=PARTS, course_id=None):
+    """Build `parts` and install them into `dist`; return the files written. PublishRefused when that would
+    touch grading work (nothing is changed then)."""
     dist = Path(dist)
-    if tuple(parts) == PARTS and dist.exists():
-        shutil.rmtree(dist)
-    dist.mkdir(parents=True, exist_ok=True)
-    written = []
-    for part in parts:
-        written.extend(importlib.import_module(BUILDERS[part]).build(dist))
+    held = [name for name in GRADING_OUT if (dist / name).exists()]
+    if held:
+        raise PublishRefused([f"{dist} holds a graded class ({', '.join(held)}): publish into another folder "
+                              "(make publish DIST=...); nothing was changed"])
+    manifest = read_manifest(dist)
+    course_id = course_id or manifest.get("settings", {}).get("course_id") or "attention"
+    with tempfile.TemporaryDirectory(prefix="kit-publish-") as staging:
+        staging = Path(staging)
+        for part in parts:  # each in its own folder, so that what a part wrote is known
+            builder = importlib.import_module(BUILDERS[part])
+            if part == "nbgrader":
+                builder.build(staging / part, course_id=course_id)
+            else:
+                builder.build(staging / part)
+        plan = plan_install(dist, staging, parts, manifest)
+        if plan.refusals:
+            raise PublishRefused(plan.refusals + ["nothing was changed"])
+        written = install(dist, plan)
+        if "nbgrader" in parts:
+            from grader.integrations.nbgrader import finish_course
+
+            if plan.course == "install":
+                shutil.copy2(staging / "nbgrader" / GRADEBOOK, dist / GRADEBOOK)
+                written.append(dist / GRADEBOOK)
+            finish_course(dist / "nbgrader", plan.course)
+        files = {relative: value for relative, value in manifest.get("files", {}).items()
+                 if relative not in plan.remove}
+        files.update({relative: digest(staged) for relative, staged in plan.staged.items()})
+    write_manifest(dist, {"files": files, "settings": {**manifest.get("settings", {}), "course_id": course_id}})
     return written
+
+
+def staged_files(staging, parts):
+    """{relative path: staged file} of every file the parts built (caches left out)."""
+    files = {}
+    for part in parts:
+        for path in sorted((staging / part).rglob("*")):
+            relative = path.relative_to(staging / part).as_posix()
+            if path.is_file() and "__pycache__" not in path.parts and relative != GRADEBOOK:
+                files[relative] = path
+    return files
+
+
+def owned_roots(staging, parts):
+    """{part: roots it owns}: OWNED, and for every part but nbgrader what its build wrote at the top."""
+    roots = {}
+    for part in parts:
+        built = () if part == "nbgrader" else tuple(
+            entry.name + ("/" if entry.is_dir() else "") for entry in sorted((staging / part).iterdir()))
+        roots[part] = OWNED[part] + built
+    return roots
+
+
+def under(relative, parts, roots):
+    """True when `relative` is one of the parts' roots or inside one of their root folders."""
+    return any(relative == root or (root.endswith("/") and relative.startswith(root))
+               for part in parts for root in roots.get(part, ()))
+
+
+def plan_install(dist, staging, parts, manifest):
+    plan = Plan()
+    recorded = manifest.get("files", {})
+    plan.staged, roots = staged_files(staging, parts), owned_roots(staging, parts)
+    for relative, staged in plan.staged.items():
+        target = dist / relative
+        if target.is_dir() or any(parent.is_file() for parent in target.parents if dist in parent.parents):
+            plan.refusals.append(f"{relative}: a folder or file of that name is in the way")
+        elif not target.exists():
+            plan.write[relative] = staged
+        elif target.read_bytes() == staged.read_bytes():
+            continue
+        elif under(relative, parts, roots) or recorded.get(relative) == digest(target):
+            plan.write[relative] = staged
+        else:
+            plan.refusals.append(f"{relative}: changed since make publish wrote it (move your settings into "
+                                 "nbgrader/course_config.py, which the kit never writes, then publish again)"
+                                 if relative.endswith("nbgrader_config.py") else
+                                 f"{relative}: not written by make publish, and the new build has one")
+    built = set(plan.staged)
+    for path in sorted(dist.rglob("*")) if dist.is_dir() else []:
+        relative = path.relative_to(dist).as_posix()
+        if not path.is_file() or relative in built or "__pycache__" in path.parts or relative == GRADEBOOK:
+            continue
+        recorded_here = (relative in recorded and under(relative, parts, TOPS) and recorded[relative] == digest(path))
+        if under(relative, parts, roots) or recorded_here:
+            plan.remove.append(relative)
+    if "nbgrader" in parts:
+        from grader.integrations.nbgrader import plan_course
+
+        plan.course, refusals = plan_course(staging / "nbgrader" / "nbgrader", dist / "nbgrader")
+        plan.refusals += refusals
+    return plan
+
+
+def install(dist, plan):
+    written = []
+    for relative, staged in plan.write.items():
+        target = dist / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(staged, target)
+        written.append(target)
+    for relative in plan.remove:
+        (dist / relative).unlink()
+    return written
+
+
+def digest(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def read_manifest(dist):
+    try:
+        data = json.loads((Path(dist) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_manifest(dist, data):
+    Path(dist).mkdir(parents=True, exist_ok=True)
+    (Path(dist) / MANIFEST).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")

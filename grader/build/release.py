@@ -1,109 +1,56 @@
-"""dist/student/ and dist/student.zip: the student release, with Otter self-checks in the notebook.
+"""`make publish`'s student part: dist/student.zip, the one student download, and dist/solutions/.
 
-It is `student_template/` as `make student` generates it (stubs, public tests,
-the grader package for `make check`, README, Makefile), plus Otter:
-
-* exercises/attention.ipynb: the chapter notebook with a setup cell
-  (`grader = otter.Notebook(tests_dir="../tests")`) and a `grader.check("<step>")`
-  cell after each step's code cell;
-* tests/<step>.py: Otter test files over the kit's PUBLIC tests only (the same
-  generator as the autograder's, grader/publish/otter.py), beside tests/public/;
-* requirements.txt with otter-grader pinned, and a README section on the checks.
-
-The setup cell is guarded by `if __name__ == "__main__":`, so it runs in Jupyter
-and in Otter's kernel but the kit's loader (`make check`, `make grade`) skips
-it like any script code: grading a released notebook never imports Otter.
+* dist/student.zip is `student_template/` exactly as `make student` generates it (under a top
+  folder `student/`): the exercises, whose notebook carries the checker's cells (see
+  `grader.build.exercises.with_checks`), and the checker with the public tests. Nothing else:
+  the notebook needs no Otter or nbgrader to run its checks, and Otter's autograder grades it
+  as it is (its setup and check cells are skipped when graded).
+* dist/solutions/ is the answer key for staff, laid out as the release: copying it over an
+  unzipped release (`cp -r dist/solutions/. student/`) solves it, notebook and .py alike, so the
+  release can be tested end to end (`python check.py` passes every step).
 """
 
-import json
-import shutil
+import time
 import zipfile
 from pathlib import Path
 
-from grader.build.exercises import generated_files
-from grader.chapter import STEP_KEYS
-from grader.paths import ROOT
-from grader.integrations.otter import test_files
-from grader.integrations.shipping import shipped_files
+from grader.build.exercises import clean_solution, code_sections, generated_files, notebook, with_checks
+from grader.paths import SOLUTION
 
 TEMPLATE = "student_template/"
-
-SETUP_CELL = '''# Self-checks with Otter: after each step, run its `grader.check("<step>")` cell.
-# This cell runs in Jupyter; `make check` and the grader load your definitions only and skip it.
-if __name__ == "__main__":
-    import otter
-
-    grader = otter.Notebook(tests_dir="../tests")'''
-
-README_SECTION = '''
-## Self-checks in the notebook (Otter)
-
-`requirements.txt` also installs [Otter](https://otter-grader.readthedocs.io)
-for checks inside the notebook: run the notebook's setup cell once, then the
-`grader.check("<step>")` cell after each step. It runs that step's public
-checks on your definitions as they are in the notebook at that moment and
-shows what failed and why. The checks are in `tests/<step>.py`; they run the
-same public tests as `make check`, so the same caveat holds: the autograder
-also runs hidden tests.
-'''
-
-
-def _cell(source, cell_id):
-    return {"cell_type": "code", "id": cell_id, "metadata": {}, "execution_count": None, "outputs": [],
-            "source": source.splitlines(keepends=True)}
-
-
-def with_checks(notebook_text):
-    """The notebook with the Otter setup cell and one `grader.check` cell after each step's code."""
-    document = json.loads(notebook_text)
-    cells = []
-    for cell in document["cells"]:
-        cells.append(cell)
-        key = cell["id"].removesuffix("-code") if cell["id"].endswith("-code") else None
-        if key == "setup":
-            cells.append(_cell(SETUP_CELL, "otter-setup"))
-        elif key in STEP_KEYS:
-            cells.append(_cell(f'grader.check("{key}")', f"{key}-check"))
-    document["cells"] = cells
-    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
-
-
-def otter_pin():
-    """The otter-grader pin of requirements-publish.txt: students check with the autograder's version."""
-    for line in (ROOT / "requirements-publish.txt").read_text().splitlines():
-        if line.strip().lower().startswith("otter-grader=="):
-            return line.strip()
-    raise ValueError("requirements-publish.txt pins no otter-grader")
+TOP_FOLDER = "student"  # what unzipping student.zip creates
 
 
 def release_files():
-    """{relative path: text} of the student release."""
-    files = {relative[len(TEMPLATE):]: text for relative, text in generated_files().items()
-             if relative.startswith(TEMPLATE)}
-    files["exercises/attention.ipynb"] = with_checks(files["exercises/attention.ipynb"])
-    files["requirements.txt"] += f"# Otter, for the notebook's grader.check cells\n{otter_pin()}\n"
-    files["README.md"] += README_SECTION
-    for name, text in test_files(kinds=("public",)).items():
-        files[f"tests/{name}"] = text
-    # The Otter test files run the kit's tests through grader.integrations.incell (the checks only).
-    files.update((name, text) for name, text in shipped_files(["grader.integrations.incell"]).items()
-                 if name not in files)
-    return files
+    """{relative path: text} of the student release (student_template/ as generated)."""
+    return {relative[len(TEMPLATE):]: text for relative, text in generated_files().items()
+            if relative.startswith(TEMPLATE)}
 
 
-def build(dist):
-    """Write dist/student/ and dist/student.zip; return the paths written."""
-    root = Path(dist) / "student"
-    files = release_files()
-    shutil.rmtree(root, ignore_errors=True)  # a file the release no longer has must not linger
+def solution_files():
+    """{relative path: text}: the solved exercises, at their places in the release."""
+    clean = clean_solution(SOLUTION.read_text())
+    return {"exercises/attention.py": clean, "exercises/attention.ipynb": with_checks(notebook(code_sections(clean)))}
+
+
+def write_tree(root, files):
     written = []
     for relative, text in sorted(files.items()):
-        target = root / relative
+        target = Path(root) / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
         written.append(target)
-    archive_path = Path(dist) / "student.zip"
+    return written
+
+
+def build(dist):
+    """Write dist/student.zip and dist/solutions/; return the paths written."""
+    dist = Path(dist)
+    dist.mkdir(parents=True, exist_ok=True)
+    archive_path = dist / "student.zip"
     with zipfile.ZipFile(archive_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for relative, text in sorted(files.items()):
-            archive.writestr(f"student/{relative}", text)
-    return [*written, archive_path]
+        for relative, text in sorted(release_files().items()):
+            member = zipfile.ZipInfo(f"{TOP_FOLDER}/{relative}", date_time=time.localtime()[:6])
+            member.external_attr = 0o644 << 16  # rw-r--r-- once unzipped (the default is no permission at all)
+            archive.writestr(member, text, compress_type=zipfile.ZIP_DEFLATED)
+    return [archive_path, *write_tree(dist / "solutions", solution_files())]

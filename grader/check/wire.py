@@ -17,8 +17,13 @@ import numpy as np
 import torch
 
 # Bounds on one answer: far above what any step returns, far below what would
-# strain the judge.
+# strain the judge. The judge decodes what a worker sends outside every limit of the
+# worker, so a forged frame is held to the same bounds as an honest answer: tensor bytes,
+# JSON header bytes, items (values of lists, tuples and dicts) and tensors.
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
+MAX_HEADER_BYTES = 4 * 1024 * 1024
+MAX_ITEMS = 100_000
+MAX_TENSORS = 4096
 MAX_DEPTH = 32
 MAX_TEXT = 10_000
 MAX_INT_BITS = 256
@@ -75,7 +80,7 @@ def _tensor_payload(tensor, budget):
     if tensor.dtype not in _NAME_OF_DTYPE:
         raise Unsendable(f"a tensor of dtype {tensor.dtype}, which the grader cannot compare; "
                          "return a float (or bool/int) tensor")
-    budget.spend(tensor.numel() * tensor.element_size(), f"a tensor of shape {tuple(tensor.shape)}")
+    budget.spend(tensor.numel() * tensor.element_size(), f"a tensor of shape {tuple(tensor.shape)}", tensors=1)
     cpu = torch.Tensor.contiguous(torch.Tensor.cpu(tensor))
     array = cpu.numpy()
     return {
@@ -86,14 +91,27 @@ def _tensor_payload(tensor, budget):
 
 
 class _Budget:
-    def __init__(self, limit):
-        self.left = limit
+    """What one answer may still hold: bytes, items and tensors; `error` is raised when one runs out."""
 
-    def spend(self, size, what):
-        self.left -= size
-        if self.left < 0:
-            raise Unsendable(f"{what}, more data than any answer here needs ({MAX_ANSWER_BYTES >> 20} MB at most); "
-                             "is a shape or a loop much larger than intended?")
+    def __init__(self, error=None):
+        self.bytes, self.items, self.tensors = MAX_ANSWER_BYTES, MAX_ITEMS, MAX_TENSORS
+        self.error = error or _too_big
+
+    def spend(self, size, what, items=0, tensors=0):
+        self.bytes -= size
+        self.items -= items
+        self.tensors -= tensors
+        if self.bytes < 0 or self.items < 0 or self.tensors < 0:
+            raise self.error(what)
+
+
+def _too_big(what):
+    return Unsendable(f"{what}, more than any answer here needs (at most {MAX_ANSWER_BYTES >> 20} MB, "
+                      f"{MAX_ITEMS} values and {MAX_TENSORS} tensors); is a shape or a loop much larger than intended?")
+
+
+def _over_budget(what):
+    return ValueError(f"{what}: more than one answer may hold")
 
 
 def encode(value):
@@ -101,7 +119,7 @@ def encode(value):
 
     Raises Unsendable (with a message for the student) for what cannot cross:
     meta or sparse tensors, odd dtypes, huge or deeply nested values."""
-    return _encode(value, _Budget(MAX_ANSWER_BYTES), 0)
+    return _encode(value, _Budget(), 0)
 
 
 def _encode(value, budget, depth):
@@ -119,7 +137,7 @@ def _encode(value, budget, depth):
         return float.__float__(value)
     if isinstance(value, str):
         budget.spend(len(value), "a string")
-        return clean_text(value, MAX_ANSWER_BYTES)
+        return clean_text(value, MAX_TEXT)
     if isinstance(value, torch.Tensor):
         payload = _tensor_payload(value, budget)
         payload["device"] = str(torch.Tensor.device.__get__(value))
@@ -134,7 +152,7 @@ def _encode(value, budget, depth):
     if isinstance(value, (np.floating, np.integer)):
         return _encode(value.item(), budget, depth + 1)
     if isinstance(value, (tuple, list, dict)):
-        budget.spend(8 * len(value), f"a {type(value).__name__} of {len(value)} items")
+        budget.spend(8 * len(value), f"a {type(value).__name__} of {len(value)} items", items=len(value))
     if isinstance(value, tuple):
         return {"$tuple": [_encode(item, budget, depth + 1) for item in tuple.__iter__(value)]}
     if isinstance(value, list):
@@ -147,7 +165,7 @@ def _encode(value, budget, depth):
                          "text": clean_text(text, 200)}}
 
 
-def _tensor_from_payload(payload):
+def _tensor_from_payload(payload, budget):
     if not isinstance(payload, dict):
         raise ValueError("malformed tensor")
     name = payload.get("dtype")
@@ -160,6 +178,8 @@ def _tensor_from_payload(payload):
         raise ValueError("malformed tensor shape")
     data = payload.get("data")
     if isinstance(data, str):  # base64 text: a tensor written as plain JSON
+        if len(data) > MAX_HEADER_BYTES:
+            raise ValueError("tensor text too long")
         raw = base64.b64decode(data, validate=True)
     elif isinstance(data, (bytes, memoryview)):
         raw = data
@@ -170,6 +190,7 @@ def _tensor_from_payload(payload):
     expected = math.prod(shape) * np.dtype(np_dtype).itemsize
     if len(raw) != expected:
         raise ValueError("tensor payload has the wrong size")
+    budget.spend(expected, "too many tensors or too much tensor data", tensors=1)
     array = np.frombuffer(raw, dtype=np_dtype).reshape(shape).copy()
     return torch.from_numpy(array).to(torch_dtype)
 
@@ -182,24 +203,28 @@ def _device_name(text):
         return "unknown"
 
 
-def decode(data, device=None, _depth=0):
+def decode(data, device=None, _depth=0, _budget=None):
     """Inverse of `encode`. Tensors land on `device` (default: CPU) as plain tensors.
 
     Each decoded tensor carries `.wire_device` (where the student's tensor
     lived) and `.wire_class` (its class, if it was a subclass). Malformed data
-    (from a student process that forged its answers) raises ValueError.
+    (from a student process that forged its answers) raises ValueError, and so
+    does an answer beyond one answer's budget (items, tensors, bytes): decoding
+    costs the judge at most what an honest answer could.
     """
+    budget = _budget or _Budget(_over_budget)
     if _depth > MAX_DEPTH:
         raise ValueError("value nested too deeply")
     if isinstance(data, list):
-        return [decode(item, device, _depth + 1) for item in data]
+        budget.spend(0, "too many values", items=len(data))
+        return [decode(item, device, _depth + 1, budget) for item in data]
     if isinstance(data, str):
-        return clean_text(data, MAX_ANSWER_BYTES)
+        return clean_text(data, MAX_TEXT)
     if not isinstance(data, dict):
         return data
     if "$tensor" in data:
         payload = data["$tensor"]
-        tensor = _tensor_from_payload(payload)
+        tensor = _tensor_from_payload(payload, budget)
         if device is not None:
             tensor = tensor.to(device)
         tensor.wire_device = _device_name(payload.get("device", "cpu"))
@@ -208,17 +233,19 @@ def decode(data, device=None, _depth=0):
     if "$tuple" in data:
         if not isinstance(data["$tuple"], list):
             raise ValueError("malformed tuple")
-        return tuple(decode(item, device, _depth + 1) for item in data["$tuple"])
+        budget.spend(0, "too many values", items=len(data["$tuple"]))
+        return tuple(decode(item, device, _depth + 1, budget) for item in data["$tuple"])
     if "$dict" in data:
         items = data["$dict"]
         if not isinstance(items, list) or not all(isinstance(item, list) and len(item) == 2 for item in items):
             raise ValueError("malformed dict")
-        return {clean_text(key, 200): decode(item, device, _depth + 1) for key, item in items}
+        budget.spend(0, "too many values", items=len(items))
+        return {clean_text(key, 200): decode(item, device, _depth + 1, budget) for key, item in items}
     if "$foreign" in data:
         info = data["$foreign"]
         if not isinstance(info, dict):
             raise ValueError("malformed value")
-        array = _tensor_from_payload(info["array"]) if info.get("array") else None
+        array = _tensor_from_payload(info["array"], budget) if info.get("array") else None
         return Foreign(clean_text(info.get("type"), 200), clean_text(info.get("text"), 200), array)
     raise ValueError("unrecognised value on the wire")
 
@@ -244,15 +271,25 @@ def dumps(message):
 
 def loads(raw):
     """Parse one frame. Anything unsound (a bad length, an offset out of range, bad JSON, JSON nested
-    deeply enough to exhaust the parser) is a ValueError: the sender is untrusted."""
+    deeply enough to exhaust the parser) is a ValueError: the sender is untrusted.
+
+    A frame costs the judge at most what an honest answer could: its header is bounded in
+    bytes and items, and each blob byte is referenced at most once (a forged header that
+    names one blob a thousand times would otherwise be copied a thousand times)."""
     try:
         if len(raw) < _HEADER.size:
             raise ValueError("short frame")
         end = _HEADER.size + _HEADER.unpack_from(raw)[0]
         if end > len(raw):
             raise ValueError("header longer than the frame")
+        if end - _HEADER.size > MAX_HEADER_BYTES:
+            raise ValueError("header too long")
         text = bytes(raw[_HEADER.size:end]).decode("utf-8")
+        # Every value after the first in a container follows a comma: a bound on the items, before parsing.
+        if text.count(",") + text.count("[") + text.count("{") > 4 * MAX_ITEMS:
+            raise ValueError("too many values")
         blobs = memoryview(raw)[end:]
+        spans = []
 
         def blob(fields):
             if "$blob" not in fields:
@@ -261,9 +298,13 @@ def loads(raw):
             if (len(fields) != 1 or not isinstance(where, list) or len(where) != 2
                     or not all(type(n) is int and n >= 0 for n in where) or sum(where) > len(blobs)):
                 raise ValueError("malformed blob reference")
+            spans.append(where)
             return blobs[where[0]:where[0] + where[1]]
 
         message = json.loads(text, object_hook=blob)
+        spans.sort()
+        if any(start + length > following for (start, length), (following, _) in zip(spans, spans[1:])):
+            raise ValueError("blob referenced twice or overlapping")
         # Lone surrogates (valid JSON escapes, invalid UTF-8) can only come from a \ud... escape.
         return _clean_strings(message) if "\\ud" in text or "\\uD" in text else message
     except (ValueError, RecursionError, UnicodeDecodeError, MemoryError, struct.error) as error:

@@ -7,20 +7,105 @@ reuses every result whose fingerprint still matches and grades the rest, so
 the class files (grades.csv...) come out the same as from an uninterrupted run.
 """
 
+import contextlib
+import errno
+import fcntl
 import hashlib
 import json
 import os
+import pwd
 import re
+import stat
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grader.judging import results_json as results_io
-from grader.outfiles import write_atomic
+from grader.outfiles import OutputError, write_atomic
 from grader.classes.judges import graded_in_judges, judge_count
 from grader.classes.progress import Progress
 from grader.paths import ROOT
 
-FINGERPRINTED = ("grader/*.py", "tests/public/*.py", "tests/hidden/*.py")
+FINGERPRINTED = ("grader/**/*.py", "tests/public/*.py", "tests/hidden/*.py")
+LOCK_NAME = ".grading.lock"  # in OUT: locked (flock) by the run writing there
+_HELD = set()  # the lock files this process holds open (see `holding`)
+
+
+def _forget_held_locks():
+    """In a forked child (a judge): close the inherited lock files, so only the run itself holds OUT."""
+    for handle in list(_HELD):
+        with contextlib.suppress(OSError):
+            os.close(handle)
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_forget_held_locks)
+
+
+class OutBusy(Exception):
+    """Another run holds OUT: the message says which and what to do."""
+
+
+@contextlib.contextmanager
+def holding(out):
+    """Hold OUT for one run: a second run into the same OUT stops at once with a message, instead of
+    grading the whole class again beside the first. The kernel drops the lock when the run ends,
+    however it ends (even SIGKILL), so no stale lock is ever left to clear by hand. The processes it
+    forks (judges) close their copy at once, so none holds OUT on after the run has died (flock belongs
+    to the open file, which a fork shares). OutputError when OUT cannot be created or written."""
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        handle = os.open(out / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as error:
+        raise OutputError(f"cannot write into {out}: {error.strerror or error}") from None
+    try:
+        _HELD.add(handle)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno not in (errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK):
+                raise OutputError(f"cannot lock {out / LOCK_NAME}: {error.strerror or error}") from None
+            holder = os.pread(handle, 200, 0).decode(errors="replace").strip() or "another process"
+            raise OutBusy(f"{out} is in use by another grading run ({holder}): wait for it to finish, "
+                          "or give another --out") from None
+        with contextlib.suppress(OSError):  # who holds it, for the message above; a full disk may refuse it
+            os.ftruncate(handle, 0)
+            os.pwrite(handle, f"process {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
+        yield
+    finally:
+        _HELD.discard(handle)
+        os.close(handle)  # releases the lock; the file stays (deleting it would race with a run opening it)
+
+
+def foreign_out(out):
+    """Why OUT cannot be this run's, or None. OUT (and its results/ and feedback/) must belong to the
+    user who grades and be writable by no one else: a folder someone else made first, in a place
+    anyone may write (a student's code can read the judge's command line), would give them every
+    result written into it."""
+    me = os.geteuid()
+    for path in (Path(out), Path(out) / "results", Path(out) / "feedback"):
+        try:
+            link = os.lstat(path)
+            info = os.stat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            return f"{path} cannot be checked ({error.strerror or error})"
+        owner = info.st_uid if not stat.S_ISLNK(link.st_mode) or link.st_uid in (me, 0) else link.st_uid
+        if owner != me:
+            return (f"{path} belongs to {_user_name(owner)}, not to {_user_name(me)} who grades (someone else "
+                    "created it, perhaps before this run)")
+        if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
+            return f"{path} can be written by every user"
+    return None
+
+
+def _user_name(uid):
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name}"
+    except KeyError:
+        return f"uid {uid}"
 
 
 def suite_digest(root=ROOT):
@@ -50,6 +135,47 @@ def parse_shard(text):
     return int(match[1]), int(match[2])
 
 
+def shard_from_environment(env):
+    """((i, N), where) from a scheduler's environment when SHARD is not given, else None.
+
+    Slurm array jobs: SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_MIN and _MAX, or _COUNT (a step, as in
+    --array=0-30:10, is worked out from MIN, MAX and COUNT). Kubernetes Indexed Jobs:
+    JOB_COMPLETION_INDEX (0-based) with SHARD_COUNT, which the Job's manifest sets to its `completions`.
+    ValueError when the variables are there but do not make a slice (a sparse array like --array=1,4,9)."""
+    if env.get("SLURM_ARRAY_TASK_ID", "").strip():
+        task = _integer(env, "SLURM_ARRAY_TASK_ID")
+        low = _integer(env, "SLURM_ARRAY_TASK_MIN") if env.get("SLURM_ARRAY_TASK_MIN") else 0
+        if env.get("SLURM_ARRAY_TASK_MAX"):
+            high = _integer(env, "SLURM_ARRAY_TASK_MAX")
+            count = _integer(env, "SLURM_ARRAY_TASK_COUNT") if env.get("SLURM_ARRAY_TASK_COUNT") else high - low + 1
+        elif env.get("SLURM_ARRAY_TASK_COUNT"):
+            count = _integer(env, "SLURM_ARRAY_TASK_COUNT")
+            high = low + count - 1
+        else:
+            raise ValueError("SLURM_ARRAY_TASK_ID is set without SLURM_ARRAY_TASK_MAX or SLURM_ARRAY_TASK_COUNT")
+        step = (high - low) // (count - 1) if count > 1 else 1
+        if count < 1 or step < 1 or low + step * (count - 1) != high or (task - low) % step or not low <= task <= high:
+            raise ValueError(f"Slurm array task {task} of {low}-{high} ({count} tasks) is not one of evenly spaced "
+                             "tasks: use --array=1-N (or give SHARD=i/N yourself)")
+        return ((task - low) // step + 1, count), f"Slurm array task {task} ({low}-{high})"
+    if env.get("JOB_COMPLETION_INDEX", "").strip():
+        if not env.get("SHARD_COUNT", "").strip():
+            raise ValueError("JOB_COMPLETION_INDEX is set but SHARD_COUNT is not: set it to the Job's "
+                             "`completions` in the manifest (docs/cluster.md)")
+        index, count = _integer(env, "JOB_COMPLETION_INDEX"), _integer(env, "SHARD_COUNT")
+        if not 0 <= index < count:
+            raise ValueError(f"JOB_COMPLETION_INDEX={index} is outside 0..{count - 1} (SHARD_COUNT={count})")
+        return (index + 1, count), f"Kubernetes completion index {index} of {count}"
+    return None
+
+
+def _integer(env, key):
+    try:
+        return int(env[key].strip())
+    except ValueError:
+        raise ValueError(f"{key}={env[key]!r} is not a whole number") from None
+
+
 def shard(submissions, index, count):
     """The index-th of `count` slices, by name order, dealt round-robin so slices are balanced."""
     ordered = sorted(submissions, key=lambda item: item[0])
@@ -65,8 +191,8 @@ def reusable(out, name, expected):
     path = result_path(out, name)
     try:
         earlier = results_io.read_results_json(path)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # missing, or from an older format: grade again
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # missing, damaged, or from an older format: grade again
     return earlier if earlier.fingerprint == expected else None
 
 
@@ -83,13 +209,20 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
     todo = [(name, path) for name, path in submissions if name not in done]
     progress = Progress(len(submissions), skipped=len(done), stream=stream)
     total = sum(maxima.values())
+    failed = []  # the first result OUT could not take: grading more would only lose more work
 
     def one(item):
+        if failed:
+            raise failed[0]
         name, path = item
         result = grade(path, name, tests, options)
         result.fingerprint = prints[name]
         result.text = results_io.results_text(result, maxima)
-        write_atomic(result_path(out, name), result.text)
+        try:
+            write_atomic(result_path(out, name), result.text)
+        except OutputError as error:
+            failed.append(error)
+            raise
         return result
 
     def record(result):
@@ -99,15 +232,21 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
                          note=f"{limits} test(s) hit a limit or crash" if limits else "")
 
     count = judge_count(jobs, len(todo)) if judges is None else judges
-    if count > 1:
-        threads = -(-jobs // count)
-        for name, text in graded_in_judges(todo, one, count, threads):
-            record(results_io.parse_results_text(text, name))
-        todo = [item for item in todo if item[0] not in done]  # what a judge could not deliver
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for result in pool.map(one, todo):
-            record(result)
-    progress.finish()
+    try:
+        if count > 1:
+            threads = -(-jobs // count)
+            for name, text in graded_in_judges(todo, one, count, threads):
+                record(results_io.parse_results_text(text, name))
+            todo = [item for item in todo if item[0] not in done]  # what a judge could not deliver
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            try:
+                for result in pool.map(one, todo):
+                    record(result)
+            except OutputError:
+                pool.shutdown(wait=True, cancel_futures=True)  # those under way end; none starts
+                raise
+    finally:
+        progress.finish()
     graded = [done[name] for name, _ in submissions]
     # Without root, student code ran as this user and might have tampered with earlier results
     # (workers cannot write files, but can truncate them): put back what the judge wrote or read.
@@ -124,14 +263,30 @@ def write_manifest(out, index, count, names):
                             json.dumps({"shard": index, "of": count, "submissions": sorted(names)}, indent=1) + "\n")
 
 
+def read_manifest(folder):
+    """{"shard": i, "of": N, "submissions": [names]} of a shard's OUT folder; ValueError saying what is wrong."""
+    manifest = Path(folder) / "shard.json"
+    if not manifest.is_file():
+        raise ValueError(f"{folder} has no shard.json: is it the OUT folder of a `make grade SHARD=i/N` run?")
+    try:
+        info = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"{manifest} cannot be read ({error}): rerun that shard") from None
+    names = info.get("submissions") if isinstance(info, dict) else None
+    if not (isinstance(info, dict) and all(type(info.get(key)) is int for key in ("shard", "of"))
+            and 1 <= info["shard"] <= info["of"] and isinstance(names, list)
+            and all(isinstance(name, str) and name and Path(name).name == name and not name.startswith(".")
+                    and "\0" not in name for name in names)):  # a results file's name, never a path
+        raise ValueError(f"{manifest} is not a shard manifest of this grader (it needs \"shard\": i, \"of\": N and "
+                         "the submissions' names): rerun that shard")
+    return info
+
+
 def read_shards(folders):
     """All results of the shard folders, checked complete: every slice present, every listed result there."""
     results, seen, problems, count = {}, set(), [], None
     for folder in map(Path, folders):
-        manifest = folder / "shard.json"
-        if not manifest.is_file():
-            raise ValueError(f"{folder} has no shard.json: is it the OUT folder of a `make grade SHARD=i/N` run?")
-        info = json.loads(manifest.read_text())
+        info = read_manifest(folder)
         if count not in (None, info["of"]):
             raise ValueError(f"{folder} is a slice of {info['of']}, the others of {count}: mixed runs?")
         count = info["of"]
@@ -145,7 +300,11 @@ def read_shards(folders):
                 continue
             if name in results:
                 raise ValueError(f"{name} was graded in two shards; shards must come from one class")
-            results[name] = (path, results_io.read_results_json(path))
+            try:
+                results[name] = (path, results_io.read_results_json(path))
+            except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
+                raise ValueError(f"{path} is not a results file of this grader ({type(error).__name__}: "
+                                 f"{str(error)[:120]}): rerun that shard, or remove the file and rerun it") from None
     missing = sorted(set(range(1, (count or 0) + 1)) - seen)
     if missing:
         problems.append("missing slice(s) " + ", ".join(f"{i}/{count}" for i in missing))

@@ -5,23 +5,24 @@ one judge process never gets more than one core however many workers compute
 beside it. A class is therefore split between judge processes forked from this
 one (torch already imported, no thread, no fork server, no CUDA: forking is
 safe), each with its own threads, fork server and workers. A judge sends back
-each finished results.json text over its own pipe, so the parent keeps exactly
-what its judges wrote, whatever a student's process did to the files on disk.
-Whatever a judge could not deliver (it crashed) is left to the caller.
+each finished results.json text over its own one-way `multiprocessing.connection`
+pipe (framed messages, closed on exec: no fork server or worker ever holds one),
+so the parent keeps exactly what its judges wrote, whatever a student's process
+did to the files on disk. Whatever a judge could not deliver (it crashed) is left
+to the caller.
 """
 
 import ctypes
 import json
 import os
-import selectors
+import shutil
 import signal
-import struct
+import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from multiprocessing import forkserver
+from multiprocessing import connection, forkserver, process
 
 PR_SET_PDEATHSIG = 1
 MIN_SUBMISSIONS_PER_JUDGE = 8  # below this a second judge's start-up (its own fork server) does not pay
-_HEADER = struct.Struct(">I")
 
 
 def judge_count(jobs, submissions, cores=None):
@@ -35,66 +36,66 @@ def graded_in_judges(items, grade, judges, threads):
     SubmissionResult with `.text`) in `judges` forked processes of `threads` threads each, as they finish."""
     channels = {}
     for index in range(judges):
-        read_end, write_end = os.pipe()
+        reader, writer = connection.Pipe(duplex=False)
         pid = os.fork()
         if pid == 0:  # the judge: never returns into the caller's code
-            os.close(read_end)
-            for other in channels:
-                os.close(other)
             code = 1
             try:
-                _judge(items[index::judges], grade, threads, write_end)
+                reader.close()
+                for other in channels:  # the other judges' ends stay theirs
+                    other.close()
+                _judge(items[index::judges], grade, threads, writer)
                 code = 0
             finally:
                 os._exit(code)
-        os.close(write_end)
-        channels[read_end] = pid
+        writer.close()
+        channels[reader] = pid
     yield from _collect(channels)
 
 
 def _judge(items, grade, threads, channel):
     _die_with_parent()
     _forget_fork_server()
-    with os.fdopen(channel, "wb") as stream, ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        futures = {pool.submit(grade, item): item[0] for item in items}
-        for future in as_completed(futures):
-            if future.exception() is not None:
-                continue  # the parent grades it again itself, where the error surfaces
-            payload = json.dumps({"name": futures[future], "text": future.result().text}).encode()
-            stream.write(_HEADER.pack(len(payload)) + payload)
-            stream.flush()
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+            futures = {pool.submit(grade, item): item[0] for item in items}
+            for future in as_completed(futures):
+                if future.exception() is not None:
+                    continue  # the parent grades it again itself, where the error surfaces
+                channel.send_bytes(json.dumps({"name": futures[future], "text": future.result().text}).encode())
+        channel.close()
+    finally:
+        sandbox = sys.modules.get("grader.sandbox.worker")  # loaded when this judge graded with the kit's
+        if sandbox is not None:
+            sandbox.shutdown()  # os._exit skips the exit handlers that would finish its closes
+        _remove_own_temp_dir()
+
+
+def _remove_own_temp_dir():
+    """A judge ends with os._exit, so multiprocessing's exit handlers never remove the folder its fork
+    server's socket lives in (/tmp/pymp-*): remove it here (the fork server has nothing left to serve)."""
+    folder = process.current_process()._config.get("tempdir")
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _collect(channels):
-    """Read length-prefixed frames from every judge's pipe until all are closed; reap the judges."""
-    selector = selectors.DefaultSelector()
-    buffers = {}
-    for fd in channels:
-        selector.register(fd, selectors.EVENT_READ)
-        buffers[fd] = b""
+    """Read every judge's messages until its end is closed; reap the judges."""
+    open_ends = dict(channels)
     try:
-        while buffers:
-            for key, _ in selector.select():
-                fd = key.fd
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    selector.unregister(fd)
-                    os.close(fd)
-                    del buffers[fd]
+        while open_ends:
+            for reader in connection.wait(list(open_ends)):
+                try:
+                    frame = json.loads(reader.recv_bytes())
+                except EOFError:  # the judge is done (or died): what it did not send is the caller's
+                    reader.close()
+                    del open_ends[reader]
                     continue
-                buffers[fd] += chunk
-                while len(buffers[fd]) >= _HEADER.size:
-                    size = _HEADER.unpack_from(buffers[fd])[0]
-                    if len(buffers[fd]) < _HEADER.size + size:
-                        break
-                    frame = json.loads(buffers[fd][_HEADER.size:_HEADER.size + size])
-                    buffers[fd] = buffers[fd][_HEADER.size + size:]
-                    yield frame["name"], frame["text"]
+                yield frame["name"], frame["text"]
     finally:
-        for fd in buffers:  # the caller stopped early (an error): stop the judges too
-            os.close(fd)
-            os.kill(channels[fd], signal.SIGKILL)
-        selector.close()
+        for reader, pid in open_ends.items():  # the caller stopped early (an error): stop the judges too
+            reader.close()
+            os.kill(pid, signal.SIGKILL)
         for pid in channels.values():
             os.waitpid(pid, 0)
 
@@ -117,3 +118,4 @@ def _forget_fork_server():
         os.close(server._forkserver_alive_fd)
     server._forkserver_address = server._forkserver_alive_fd = server._forkserver_pid = None
     server._inherited_fds = None
+    process.current_process()._config.pop("tempdir", None)  # a folder of its own, never the parent's

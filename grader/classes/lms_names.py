@@ -1,44 +1,119 @@
-"""Who a downloaded submission belongs to: Canvas bulk downloads and Gradescope exports.
+"""Who a downloaded submission belongs to: Canvas and Moodle bulk downloads, Gradescope exports.
 
-A Canvas bulk download names each file `studentname_USERID_SUBMISSIONID_originalname`
-(`studentname_late_...` for late work); a Gradescope export keeps one folder per
-submission and names its submitters in `submission_metadata.yml`.
-`submissions.collect` uses both to name each submission by its student, so the
-name alone finds the roster row (`grader.integrations.lms`).
+Each LMS names the files of its "download all submissions" zip after the student:
+
+* Canvas (canvas-lms lib/content_zipper.rb): `<name>[_LATE]_<user id>_<file id>_<uploaded name>`, where
+  <name> is the student's sortable name lower-cased with every non-word character removed ("Doe, Jane"
+  -> "doejane"), or the group's name for a group assignment graded as a group (the user id is then the
+  group's representative); `LATE` marks a late submission. Anonymous grading writes
+  `[LATE_]anon_<anonymous id>_<file id>_<uploaded name>`. Online text and URL entries come as
+  `<name>[_LATE]_<user id>_text.html` / `_link.html`. A resubmitted file keeps its name unless the
+  student's files already held one: Canvas then appends `-1`, `-2` (`attention-1.py`).
+* Moodle (mod/assign/classes/downloader.php): one folder per student and submission plugin,
+  `<Full Name>_<participant id>_assignsubmission_file/<uploaded name>` (Moodle 3.1 and later; older
+  versions end the folder name with `_`), or flat files `<Full Name>_<participant id>_assignsubmission_file_
+  <uploaded name>` when "download submissions in folders" is off. The participant id is the number in
+  the grading worksheet's `Identifier` column ("Participant 123456"). Blind marking writes `Participant`
+  for the name; team submissions `<group name>_<group id>`. Online text comes as
+  `..._assignsubmission_onlinetext/onlinetext.html`: not code, so it is ignored with a note.
+* Gradescope: one folder per submission; `submission_metadata.yml` names its submitters.
+
+`submissions.collect` uses these to name each submission by its student and to keep where it came
+from (`Origin`: the LMS, its id for the student, the display name, late or not), so that grades.csv,
+the report and the LMS gradebook files find the right student. Every name goes through
+`grader.text.safe_name` (the submission's key) or `grader.text.clean` (the display name).
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from grader.text import safe_name
+from grader.text import clean, safe_name
 
-CANVAS_FILE = re.compile(r"^(?P<student>[^_]+?)(?P<late>_late)?_(?P<user_id>\d+)_(?P<submission_id>\d+)"
+CANVAS_FILE = re.compile(r"^(?P<student>.+?)(?P<late>_late)?_(?P<user_id>\d+)_(?P<submission_id>\d+)"
                          r"_(?P<original>.+)$", re.IGNORECASE)
+CANVAS_ANONYMOUS = re.compile(r"^(?P<late>late_)?anon_(?P<anonymous_id>[A-Za-z0-9]+)_(?P<submission_id>\d+)"
+                              r"_(?P<original>.+)$", re.IGNORECASE)
+CANVAS_ONLINE = re.compile(r"^(?P<student>.+?)(?:_late)?_(?P<user_id>\d+)_(?:text|link)\.html$", re.IGNORECASE)
+MOODLE_FOLDER = re.compile(r"^(?P<who>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")
+MOODLE_FILE = re.compile(r"^(?P<who>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<original>.+)$")
 GRADESCOPE_METADATA = "submission_metadata.yml"
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where a submission came from, as its LMS named it (kept in OUT/class.json)."""
+    lms: str  # "canvas", "moodle" or "gradescope"
+    key: str  # the LMS's id: Canvas user id, Moodle participant id, Gradescope SIDs joined by '+'
+    student: str  # the name the download shows: Canvas's "lastfirst" or group name, Moodle's full name
+    late: object = None  # True or False where the download says, None where it does not
+    original: str = ""  # the file name the student uploaded
+
+    def as_dict(self):
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class CanvasFile:
-    student: str  # Canvas's lower-case "lastfirst"
-    user_id: str  # Canvas user ID: the `ID` column of the gradebook
-    submission_id: str
+    student: str  # Canvas's lower-case "lastfirst" (or the group's name)
+    user_id: str  # Canvas user ID: the `ID` column of the gradebook (an anonymous id when anonymised)
+    submission_id: str  # the uploaded file's id (Canvas names it after the attachment)
     original: str  # the name the student uploaded
     late: bool
 
     @property
     def name(self):
         """The submission's name in grades.csv; its `_USERID` end finds the roster row."""
-        return f"{self.student}_{self.user_id}"
+        return safe_name(f"{self.student}_{self.user_id}")
+
+    def origin(self):
+        return Origin("canvas", self.user_id, clean(self.student), self.late, clean(self.original))
 
 
 def parse_canvas_name(filename):
     """A Canvas bulk-download file name, parsed; None for any other name."""
-    match = CANVAS_FILE.match(Path(filename).name)
-    if not match:
-        return None
-    return CanvasFile(match["student"], match["user_id"], match["submission_id"], match["original"],
-                      bool(match["late"]))
+    name = Path(filename).name
+    match = CANVAS_FILE.match(name)
+    if match:
+        return CanvasFile(match["student"], match["user_id"], match["submission_id"], match["original"],
+                          bool(match["late"]))
+    match = CANVAS_ANONYMOUS.match(name)
+    if match:
+        return CanvasFile("anon", match["anonymous_id"], match["submission_id"], match["original"],
+                          bool(match["late"]))
+    return None
+
+
+def canvas_online_entry(filename):
+    """True for a Canvas online text or URL entry (`..._text.html`, `..._link.html`): not code."""
+    return bool(CANVAS_ONLINE.match(Path(filename).name))
+
+
+@dataclass(frozen=True)
+class MoodleEntry:
+    student: str  # the full name (or "Participant", or the team's name)
+    participant_id: str  # the grading worksheet's "Participant <id>" (a group id for team submissions)
+    plugin: str  # "file", "onlinetext", ...
+    original: str = ""  # the uploaded file's name, for a flat download
+
+    @property
+    def name(self):
+        return safe_name(f"{self.student}_{self.participant_id}")
+
+    def origin(self, original=""):
+        return Origin("moodle", self.participant_id, clean(self.student), None, clean(original or self.original))
+
+
+def parse_moodle_folder(name):
+    """A Moodle per-student folder name (`Jane Doe_123456_assignsubmission_file`), parsed; else None."""
+    match = MOODLE_FOLDER.match(Path(name).name)
+    return MoodleEntry(match["who"], match["id"], match["plugin"]) if match else None
+
+
+def parse_moodle_file(name):
+    """A flat Moodle download file name (`Jane Doe_123456_assignsubmission_file_attention.py`); else None."""
+    match = MOODLE_FILE.match(Path(name).name)
+    return MoodleEntry(match["who"], match["id"], match["plugin"], match["original"]) if match else None
 
 
 def gradescope_submitters(metadata_path):
@@ -58,3 +133,8 @@ def gradescope_submitters(metadata_path):
 def gradescope_name(submitters):
     """A submission's name from its submitters: each one's SID (else email, else name), joined by '+'."""
     return "+".join(safe_name(person["sid"] or person["email"] or person["name"]) for person in submitters)
+
+
+def gradescope_origin(submitters):
+    return Origin("gradescope", gradescope_name(submitters),
+                  clean(" + ".join(person["name"] or person["email"] or person["sid"] for person in submitters)))

@@ -2,18 +2,20 @@
 
 import re
 import stat
+import struct
 import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.check.loader import MAX_NOTEBOOK_BYTES
 from grader.classes import lms_names
-from grader.text import safe_name
+from grader.text import clean, safe_name
 
 SUFFIXES = (".py", ".ipynb")
 MAX_ZIP_TOTAL = 200 * 1024 * 1024
-MAX_ZIP_MEMBER = 5 * 1024 * 1024
+MAX_ZIP_MEMBER = MAX_NOTEBOOK_BYTES  # a notebook saved with its plots; the loader bounds the code inside
 MAX_ZIP_RATIO = 200
 MAX_ZIP_MEMBERS = 20_000
 
@@ -23,6 +25,7 @@ class Collected:
     submissions: list = field(default_factory=list)  # (name, Path)
     problems: list = field(default_factory=list)  # files that were not graded, and why
     rejected: list = field(default_factory=list)  # (name, message): a student whose only file cannot be graded
+    origins: dict = field(default_factory=dict)  # submission name -> lms_names.Origin (LMS downloads only)
     temporary: object = None
 
     def cleanup(self):
@@ -34,8 +37,11 @@ class UsageError(Exception):
     pass
 
 
-def collect(path):
-    """Submissions under `path`. A folder holds files, or one folder per student."""
+def collect(path, zip_encoding=None):
+    """Submissions under `path`. A folder holds files, or one folder per student.
+
+    `zip_encoding`: the code page for zip member names that are neither flagged UTF-8 nor valid UTF-8
+    (default cp437, the ZIP standard's; see `member_name`)."""
     path = Path(path)
     if not path.exists():
         raise UsageError(f"{path} does not exist; give a .py, .ipynb, a folder of them or a .zip")
@@ -43,7 +49,7 @@ def collect(path):
     if path.is_file() and path.suffix == ".zip":
         collected.temporary = tempfile.TemporaryDirectory(prefix="grade-zip-")
         folder = Path(collected.temporary.name)
-        _extract(path, folder, collected)
+        _extract(path, folder, collected, zip_encoding or DEFAULT_ZIP_ENCODING)
         entries = [e for e in folder.iterdir() if not e.name.startswith((".", "__"))]
         if len(entries) == 1 and entries[0].is_dir():  # a zip of one folder of submissions
             folder = entries[0]
@@ -59,6 +65,8 @@ def collect(path):
     else:
         raise UsageError(f"{path} is neither a file nor a folder")
     collected.submissions = _named_apart(collected.submissions, collected.problems)
+    by_path = collected.origins  # filled by path while collecting; keyed by final name from here on
+    collected.origins = {name: by_path[path] for name, path in collected.submissions if path in by_path}
     graded = {name for name, _ in collected.submissions}
     rejected = {}
     for name, why in collected.rejected:
@@ -94,7 +102,8 @@ def _named_apart(entries, problems):
 
 
 def _name_by_lms(folder, collected):
-    """Name each submission by its student in a Canvas bulk download or a Gradescope export (see lms)."""
+    """Name each submission by its student in an LMS download (Canvas, Moodle, Gradescope; see lms_names),
+    and keep where it came from in `collected.origins` (by path until `collect` re-keys it by name)."""
     metadata = folder / lms_names.GRADESCOPE_METADATA
     if metadata.is_file():  # one folder per submission; the metadata says whose
         try:
@@ -103,24 +112,58 @@ def _name_by_lms(folder, collected):
             collected.problems.append(f"{metadata.name} cannot be read ({error}); folders keep their names")
             return
         names = {safe_name(key): lms_names.gradescope_name(who) for key, who in people.items() if who}
+        origins = {safe_name(key): lms_names.gradescope_origin(who) for key, who in people.items() if who}
+        for name, path in collected.submissions:
+            if name in origins:
+                collected.origins[path] = origins[name]
         collected.submissions = [(names.get(name, name), path) for name, path in collected.submissions]
         collected.problems = [p for p in collected.problems if not p.startswith(f"{metadata.name}:")]
         return
-    canvas = {path: lms_names.parse_canvas_name(path.name) for _, path in collected.submissions if path.parent == folder}
-    if not canvas or not all(canvas.values()):
-        return
-    files = {}  # Canvas user ID -> that student's files (an upload of several files, or resubmitted names)
-    for path, parsed in canvas.items():
-        files.setdefault(parsed.user_id, []).append((parsed, path))
-    named = [(name, path) for name, path in collected.submissions if path not in canvas]
+    parsed = {path: _lms_entry(folder, path) for _, path in collected.submissions}
+    kinds = {entry[0] for entry in parsed.values() if entry}
+    if not parsed or not all(parsed.values()) or len(kinds) != 1:
+        return  # not (only) an LMS download: every file keeps its own name
+    files = {}  # the LMS's id -> that student's files (an upload of several files, or resubmitted names)
+    for path, (_, name, origin) in parsed.items():
+        files.setdefault(origin.key, []).append((name, origin, path))
+    named = []
     for group in files.values():
-        group.sort(key=lambda item: (re.sub(r"-\d+$", "", Path(item[0].original).stem) != "attention",
-                                     item[1].suffix != ".py", item[1].name))
-        parsed, path = group[0]
-        named.append((parsed.name, path))
+        group.sort(key=lambda item: (re.sub(r"-\d+$", "", Path(item[1].original).stem) != "attention",
+                                     item[2].suffix != ".py", item[2].name))
+        name, origin, path = group[0]
+        named.append((name, path))
+        collected.origins[path] = origin
         if len(group) > 1:
-            collected.problems.append(f"{parsed.name}: several code files; graded {parsed.original}")
+            collected.problems.append(f"{name}: several code files; graded {origin.original}")
     collected.submissions = named
+
+
+def _lms_entry(folder, path):
+    """(lms, submission name, Origin) for a file of a Canvas or Moodle download, else None."""
+    top = path.relative_to(folder).parts[0]
+    if path.parent == folder:
+        canvas = lms_names.parse_canvas_name(path.name)
+        if canvas:
+            return "canvas", canvas.name, canvas.origin()
+        moodle = lms_names.parse_moodle_file(path.name)
+        if moodle:
+            return "moodle", moodle.name, moodle.origin()
+        return None
+    moodle = lms_names.parse_moodle_folder(top)
+    if moodle:
+        return "moodle", moodle.name, moodle.origin(original=path.name)
+    return None
+
+
+def _not_code_note(entry):
+    """Why an LMS entry without code is skipped: online text is expected, other files are not."""
+    moodle = lms_names.parse_moodle_folder(entry.name) or lms_names.parse_moodle_file(entry.name)
+    if moodle and moodle.plugin != "file":
+        return (f"{clean(entry.name)}: Moodle {moodle.plugin} of {clean(moodle.student)} ignored "
+                "(the kit grades code files)")
+    if entry.is_file() and lms_names.canvas_online_entry(entry.name):
+        return f"{clean(entry.name)}: a Canvas online text or URL entry, ignored (the kit grades code files)"
+    return None
 
 
 def _collect_folder(folder, collected):
@@ -128,7 +171,7 @@ def _collect_folder(folder, collected):
         if entry.name.startswith((".", "__")):
             continue
         if entry.is_symlink():  # it could point anywhere: at another student's file, or the hidden tests
-            collected.problems.append(f"{entry.name}: a symbolic link; skipped (submit the file itself)")
+            collected.problems.append(f"{clean(entry.name)}: a symbolic link; skipped (submit the file itself)")
         elif entry.is_file() and entry.suffix in SUFFIXES:
             collected.submissions.append((safe_name(entry.stem), entry))
         elif entry.is_dir():
@@ -140,20 +183,68 @@ def _collect_folder(folder, collected):
                 preferred = [p for p in files if p.name in ("attention.py", "attention.ipynb")]
                 choice = preferred[0] if preferred else files[0]
                 collected.submissions.append((safe_name(entry.name), choice))
-                collected.problems.append(f"{entry.name}: several code files; graded {choice.relative_to(entry)}")
+                collected.problems.append(f"{clean(entry.name)}: several code files; graded "
+                                          f"{clean(choice.relative_to(entry))}")
             else:
-                collected.problems.append(f"{entry.name}: no .py or .ipynb file inside; nothing to grade")
+                collected.problems.append(_not_code_note(entry)
+                                          or f"{clean(entry.name)}: no .py or .ipynb file inside; nothing to grade")
         elif entry.is_file():
-            collected.problems.append(f"{entry.name}: not a .py or .ipynb file; skipped")
+            collected.problems.append(_not_code_note(entry)
+                                      or f"{clean(entry.name)}: not a .py or .ipynb file; skipped")
 
 
 def _owner(name):
-    """The student a zip member belongs to: its top folder, or its own name at the top level."""
+    """The student a zip member belongs to: its top folder, or its own name at the top level, named
+    as the LMS download names them (a Canvas file, a Moodle folder)."""
     parts = Path(name).parts
-    return safe_name(parts[0] if len(parts) > 1 else Path(name).stem)
+    if len(parts) > 1:
+        moodle = lms_names.parse_moodle_folder(parts[0])
+        return moodle.name if moodle else safe_name(parts[0])
+    lms = lms_names.parse_canvas_name(name) or lms_names.parse_moodle_file(name)
+    return lms.name if lms else safe_name(Path(name).stem)
 
 
-def _extract(archive, folder, collected):
+DEFAULT_ZIP_ENCODING = "cp437"  # what the ZIP standard (APPNOTE 4.4.4) says unflagged names are
+UTF8_FLAG = 0x800  # general purpose bit 11: the name is UTF-8
+UNICODE_PATH_EXTRA = 0x7075  # Info-ZIP's field: a UTF-8 copy of the name, with the CRC of the one it replaces
+
+
+def member_name(info, encoding=DEFAULT_ZIP_ENCODING):
+    """(name, guessed) for a zip member: its name decoded the way its writer meant.
+
+    Flagged UTF-8: as is. Otherwise Info-ZIP's Unicode Path field when present and current; else the raw
+    bytes as UTF-8 when they are valid UTF-8 (rubyzip, which writes Canvas's downloads, and many other
+    tools write UTF-8 without setting the flag); else `encoding` (Windows' built-in zip writes the OEM code
+    page of its locale: cp437, cp850, cp866, cp932...), and `guessed` is True."""
+    if info.flag_bits & UTF8_FLAG:
+        return info.filename, False
+    raw = info.orig_filename.encode("cp437")  # zipfile decoded the raw bytes as cp437: undo that, losslessly
+    unicode_path = _unicode_path(info.extra, raw)
+    if unicode_path is not None:
+        return unicode_path, False
+    try:
+        return raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return raw.decode(encoding, errors="replace"), not raw.isascii()
+
+
+def _unicode_path(extra, raw):
+    """The UTF-8 name in an Info-ZIP Unicode Path extra field whose CRC matches `raw`, else None."""
+    position = 0
+    while position + 4 <= len(extra):
+        kind, size = struct.unpack_from("<HH", extra, position)
+        body = extra[position + 4:position + 4 + size]
+        if kind == UNICODE_PATH_EXTRA and len(body) >= 5 and body[0] == 1:
+            if struct.unpack_from("<I", body, 1)[0] == zlib.crc32(raw):
+                try:
+                    return body[5:].decode("utf-8")
+                except UnicodeDecodeError:
+                    return None
+        position += 4 + size
+    return None
+
+
+def _extract(archive, folder, collected, encoding=DEFAULT_ZIP_ENCODING):
     """Extract a zip defensively: no paths outside `folder`, no links, bounded size and count.
 
     Sizes in a zip's headers can lie, so bytes are counted as they are unpacked.
@@ -168,8 +259,10 @@ def _extract(archive, folder, collected):
                                 f"{MAX_ZIP_MEMBERS} were considered")
                 members = members[:MAX_ZIP_MEMBERS]
             left = MAX_ZIP_TOTAL
+            guessed = 0
             for info in members:
-                name = info.filename
+                name, was_guessed = member_name(info, encoding)
+                guessed += was_guessed
                 parts = Path(name).parts
                 if name.startswith("/") or ".." in parts or stat.S_ISLNK(info.external_attr >> 16):
                     problems.append(f"{archive.name}: skipped {name!r} (unsafe path or link)")
@@ -199,6 +292,9 @@ def _extract(archive, folder, collected):
                         collected.rejected.append((_owner(name), f"{name} could not be unpacked: {problem}"))
                 else:
                     left -= problem
+            if guessed:
+                problems.append(f"{archive.name}: {guessed} file name(s) are neither marked nor valid UTF-8; read as "
+                                f"{encoding} (if names look wrong, set ZIP_ENCODING, e.g. cp850, cp866, cp932, gbk)")
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as error:
         raise UsageError(f"{archive} is not a valid zip file ({error}); re-download it and try again") from None
 

@@ -419,3 +419,201 @@ VARIANTS = [
         ),
     ),
 ]
+
+RASBT = "https://github.com/rasbt/LLMs-from-scratch"
+
+# Written fresh for the fault model (issue 13), from the research notes' correct variants (docs/diagnosis.md):
+# a grader that names a cause for any of these has a probe that is too eager.
+FRESH_VARIANTS = [
+    Mutation(
+        id="projection_einsum",
+        step="projection",
+        cause="project with torch.einsum",
+        source=f"{RASBT}/blob/main/ch03/02_bonus_efficient-multihead-attention",
+        find="    return x @ W_query, x @ W_key, x @ W_value\n",
+        replace='    return tuple(torch.einsum("...nd,de->...ne", x, W) for W in (W_query, W_key, W_value))\n',
+    ),
+    Mutation(
+        id="scaling_math_sqrt",
+        step="scaling",
+        cause="scores divided by math.sqrt(d_k)",
+        source="https://github.com/Adstefnum/adesina-gpt/blob/HEAD/attention.py",
+        find="    return torch.softmax(scores / d_k**0.5, dim=-1)\n",
+        replace="    return torch.softmax(scores / math.sqrt(d_k), dim=-1)\n",
+    ),
+    Mutation(
+        id="scaling_multiply_inverse_sqrt",
+        step="scaling",
+        cause="scores multiplied by d_k ** -0.5",
+        source="https://github.com/karpathy/ng-video-lecture/issues/46",
+        find="    return torch.softmax(scores / d_k**0.5, dim=-1)\n",
+        replace="    return torch.softmax(scores * d_k**-0.5, dim=-1)\n",
+    ),
+    Mutation(
+        id="masking_fill_minus_1e9",
+        step="masking",
+        cause="future scores filled with -1e9 instead of -inf",
+        source="https://github.com/pranavmahabs/dnabert-enhancer/blob/HEAD/model/transformer.py",
+        find="    masked = scores.masked_fill(hidden, -torch.inf)\n",
+        replace="    masked = scores.masked_fill(hidden, -1e9)\n",
+    ),
+    Mutation(
+        id="masking_keep_mask_eq_zero",
+        step="masking",
+        cause="a tril keep-mask, hidden where it is 0",
+        source="https://github.com/karpathy/nanoGPT/issues/170",
+        find="    masked = scores.masked_fill(hidden, -torch.inf)\n",
+        replace=(
+            "    keep = torch.tril(torch.ones(n, n, device=scores.device))\n"
+            "    masked = scores.masked_fill(keep == 0, float(\"-inf\"))\n"
+        ),
+    ),
+    Mutation(
+        id="masking_additive_float_mask",
+        step="masking",
+        cause="an additive mask: scores + triu(full(-inf), diagonal=1)",
+        source="https://github.com/niujiazhen/happy-llm/blob/HEAD/docs/chapter2/code/maskSelfAttention.py",
+        find="    masked = scores.masked_fill(hidden, -torch.inf)\n",
+        replace="    masked = scores + torch.triu(torch.full((n, n), -torch.inf, device=scores.device), diagonal=1)\n",
+    ),
+    Mutation(
+        id="dropout_bernoulli",
+        step="dropout",
+        cause="keep mask drawn with torch.bernoulli(1 - p)",
+        source="https://github.com/pytorch/pytorch/issues/149726",
+        find="    keep = torch.rand_like(attn_weights) >= p\n",
+        replace="    keep = torch.bernoulli(torch.full_like(attn_weights, 1 - p)).bool()\n",
+    ),
+    Mutation(
+        id="dropout_float_keep_mask",
+        step="dropout",
+        cause="keep mask as floats (rand > p), multiplied in",
+        source=f"{RASBT}/issues/431",
+        find="    keep = torch.rand_like(attn_weights) >= p\n    return attn_weights * keep / (1 - p)\n",
+        replace=(
+            "    keep = (torch.rand_like(attn_weights) > p).float()\n"
+            "    return attn_weights * keep / (1 - p)\n"
+        ),
+    ),
+    Mutation(
+        id="causal_finfo_min_fill",
+        step="causal_attention",
+        cause="future scores filled with torch.finfo(dtype).min",
+        source="https://github.com/jianc99/FlexSpec_Test/blob/HEAD/test.py",
+        find="        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n"
+             "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+             "        attn_weights = self.dropout(attn_weights)\n"
+             "        return attn_weights @ values\n",
+        replace="        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], "
+                "torch.finfo(attn_scores.dtype).min)\n"
+                "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+                "        attn_weights = self.dropout(attn_weights)\n"
+                "        return attn_weights @ values\n",
+    ),
+    Mutation(
+        id="causal_scale_queries_first",
+        step="causal_attention",
+        cause="queries divided by sqrt(d_k) before the dot products",
+        source="https://github.com/karpathy/minGPT/pull/55",
+        find=(
+            "        queries = self.W_query(x)\n"
+            "        keys = self.W_key(x)\n"
+            "        values = self.W_value(x)\n"
+            "\n"
+            "        attn_scores = queries @ keys.transpose(1, 2)\n"
+            "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n"
+            "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+        ),
+        replace=(
+            "        queries = self.W_query(x) / self.d_out**0.5\n"
+            "        keys = self.W_key(x)\n"
+            "        values = self.W_value(x)\n"
+            "\n"
+            "        attn_scores = queries @ keys.transpose(1, 2)\n"
+            "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n"
+            "        attn_weights = torch.softmax(attn_scores, dim=-1)\n"
+        ),
+    ),
+    Mutation(
+        id="causal_functional_dropout_training_flag",
+        step="causal_attention",
+        cause="F.dropout with training=self.training and the module's rate",
+        source="https://github.com/rixwew/pytorch-fm/issues/21",
+        find=(
+            "        attn_weights = self.dropout(attn_weights)\n"
+            "        return attn_weights @ values\n"
+        ),
+        replace=(
+            "        attn_weights = nn.functional.dropout(attn_weights, p=self.dropout.p, training=self.training)\n"
+            "        return attn_weights @ values\n"
+        ),
+    ),
+    Mutation(
+        id="causal_functional_softmax",
+        step="causal_attention",
+        cause="nn.functional.softmax instead of torch.softmax",
+        source="https://github.com/niujiazhen/happy-llm/blob/HEAD/docs/chapter2/code/maskSelfAttention.py",
+        find=(
+            "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+            "        attn_weights = self.dropout(attn_weights)\n"
+            "        return attn_weights @ values\n"
+        ),
+        replace=(
+            "        attn_weights = nn.functional.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+            "        attn_weights = self.dropout(attn_weights)\n"
+            "        return attn_weights @ values\n"
+        ),
+    ),
+    Mutation(
+        id="mha_scale_q_and_k_quarter_power",
+        step="multihead_attention",
+        cause="queries and keys each multiplied by head_dim ** -0.25",
+        source="https://github.com/openai/guided-diffusion/issues/38",
+        find=(
+            "        attn_scores = queries @ keys.transpose(2, 3)\n"
+            "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n"
+            "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+        ),
+        replace=(
+            "        scale = self.head_dim**-0.25\n"
+            "        attn_scores = (queries * scale) @ (keys * scale).transpose(2, 3)\n"
+            "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n"
+            "        attn_weights = torch.softmax(attn_scores, dim=-1)\n"
+        ),
+    ),
+    Mutation(
+        id="mha_reshape_merge",
+        step="multihead_attention",
+        cause="heads merged with transpose(1, 2).reshape(...) instead of contiguous().view(...)",
+        source=f"{RASBT}/blob/main/ch03/02_bonus_efficient-multihead-attention",
+        find="        context = (attn_weights @ values).transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)\n",
+        replace="        context = (attn_weights @ values).transpose(1, 2).reshape(b, num_tokens, self.d_out)\n",
+    ),
+    Mutation(
+        id="mha_sdpa_explicit_keep_mask",
+        step="multihead_attention",
+        cause="scaled_dot_product_attention with the inverted chapter mask as a keep-mask",
+        source=f"{RASBT}/issues/1061",
+        find=(
+            "        attn_scores = queries @ keys.transpose(2, 3)\n"
+            "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n"
+            "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+            "        attn_weights = self.dropout(attn_weights)\n"
+            "\n"
+            "        # (b, heads, n, head_dim) -> (b, n, heads, head_dim) -> (b, n, d_out)\n"
+            "        context = (attn_weights @ values).transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)\n"
+        ),
+        replace=(
+            "        keep = ~self.mask.bool()[:num_tokens, :num_tokens]\n"
+            "        context = nn.functional.scaled_dot_product_attention(\n"
+            "            queries, keys, values, attn_mask=keep, dropout_p=self.dropout.p if self.training else 0.0\n"
+            "        )\n"
+            "\n"
+            "        # (b, heads, n, head_dim) -> (b, n, heads, head_dim) -> (b, n, d_out)\n"
+            "        context = context.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)\n"
+        ),
+    ),
+]
+
+VARIANTS = VARIANTS + FRESH_VARIANTS
+

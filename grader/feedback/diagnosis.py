@@ -1,45 +1,31 @@
-"""What most likely went wrong in a step, in the chapter's words.
+"""What went wrong in a step: the fault model's rule applied to every failed check of the step.
 
-All evidence is gathered in the judge, from plain data:
-
-1. signatures: a hidden test computes with the judge's own oracle what known
-   faulty versions of the reference give on its probe, and the student's output
-   equals (or comes very close to) one of them (`testing.expect_close(suspects=...)`);
-2. properties whose failure has one meaning (columns that sum to one, survivors
-   scaled by exactly 1, the same head object repeated...), named where they are
-   checked (`testing.Failure(..., cause=...)`), or, for the public tests, by the
-   wording of their failure (`PROPERTY_SIGNS`);
-3. the student's own crash, sent back as plain data (exception type, message and
-   failing line): a mask of the wrong size, `.T` on a batch, `view` without
-   `contiguous()`, a bias that does not exist...
-
-A step's diagnosis is the cause with the most evidence behind it; no cause is
-named without evidence. Nothing here knows a hidden expected value.
+Each failed check carries the observations of the fault model's probes (plain
+data, see grader.check.causes): signature matches (the output equals what the
+judge's reference gives with a known fault), property probes (row sums, the
+softmax's temperature, the mask's pattern, dropout's rescaling, the module's
+structure...), and the student's own crash, read by its pattern. A step's
+cause is named only when exactly one known fault matches every observation of
+the step (grader.check.causes.name_cause); a crash pattern, the weakest
+evidence, decides only when the probes and signatures support no cause at all.
+Otherwise nothing is named and the checks' messages say which property failed.
+Nothing here knows a hidden expected value.
 """
 
 import re
 
-from grader.check.causes import CAUSES
+from grader.check.causes import CAUSES, crash_cause, name_cause, observation, weigh
 
-
-# Weight of each kind of evidence when causes compete within a step.
+# Weight of each kind of evidence: the order in which a step's evidence is quoted.
 STRENGTH = {"signature": 3, "property": 2, "crash": 1}
 
-# Public tests' failure wording whose property has a single cause (their raise sites carry no cause).
+# Public tests' failure wording whose property has a single cause (older results carry no observations).
 PROPERTY_SIGNS = (
     (re.compile(r"should be a registered buffer"), "mask_not_buffer"),
     (re.compile(r"should raise an error: \d+ features cannot be split"), "no_divisibility_check"),
     (re.compile(r"with training=False the weights must come back unchanged"), "dropout_in_eval"),
     (re.compile(r"should be an nn\.ModuleList"), "heads_not_modulelist"),
 )
-
-SHAPE_CLASH = re.compile(r"must match the size of tensor|doesn't match the broadcast shape|"
-                         r"Expected size for first two dimensions|shapes cannot be multiplied|size mismatch")
-KEYS_TRANSPOSED = re.compile(r"\b(keys|k|key)\s*\.\s*(T\b|transpose\s*\(|permute\s*\()")
-WEIGHT_TRANSPOSED = re.compile(r"\bW_\w+\s*\.\s*(T\b|t\(\))")
-MASK_UNSLICED = re.compile(r"mask")
-MISSING_PARAMETER = re.compile(r"^(?:heads\.\d+\.)?(W_query|W_key|W_value|out_proj)\.bias is not an nn\.Parameter"
-                               r".*\(found NoneType\)")
 
 
 def describe(key):
@@ -48,63 +34,66 @@ def describe(key):
     return f"{cause.title}; {cause.fix}"
 
 
-def crash_cause(error):
-    """The likely cause behind a crash of the student's code (`error`: type, message, failing line)."""
-    kind, message, line = error.get("type") or "", error.get("message") or "", error.get("location") or ""
-    code = line.split(": ", 1)[-1] if ": " in line else line
-    if kind == "InjectionError":
-        found = MISSING_PARAMETER.search(message)
-        if found:
-            return "out_proj_bias" if found.group(1) == "out_proj" else "qkv_bias_ignored"
-        return None
-    if "view size is not compatible with input tensor's size and stride" in message:
-        return "view_not_contiguous"
-    if re.search(r"shape '\[[\d, ]+\]' is invalid for input of size", message) and "head" in code:
-        return "head_dim_wrong"
-    if SHAPE_CLASH.search(message):
-        if KEYS_TRANSPOSED.search(code):
-            return "keys_transpose"
-        if WEIGHT_TRANSPOSED.search(code):
-            return "weight_transposed"
-        if MASK_UNSLICED.search(code) and not re.search(r"mask[^@]*\[\s*:", code):
-            return "mask_not_sliced"
-    return None
-
-
-def evidence_of(test):
-    """(cause, strength) of one failing test (a dict as in results.json plus `details`), or (None, 0)."""
+def observations_of(test):
+    """(strong, weak): the observations one failed test carries (a dict as in results.json plus `details`):
+    its probes' and signatures', and those read from its crash."""
     details = test.get("details") or {}
-    if details.get("cause"):
-        return details["cause"], STRENGTH[details.get("kind", "property")]
+    strong = list(details.get("observations") or ())
+    if not strong and details.get("cause"):  # results written before observations existed
+        strong.append(observation("cause", details["cause"]))
+    if not strong:
+        for pattern, cause in PROPERTY_SIGNS:
+            if pattern.search(test.get("output") or ""):
+                strong.append(observation("cause", cause))
+    weak = [seen for seen in strong if seen.get("probe") == "crash"]
+    strong = [seen for seen in strong if seen.get("probe") != "crash"]
     if details.get("error"):
         cause = crash_cause(details["error"])
         if cause:
-            return cause, STRENGTH["crash"]
-    for pattern, cause in PROPERTY_SIGNS:
-        if pattern.search(test.get("output") or ""):
-            return cause, STRENGTH["property"]
-    return None, 0
+            weak.append(observation("crash", cause))
+    return strong, weak
+
+
+def rule(strong, weak):
+    """The cause to name (grader.check.causes.name_cause: crash patterns count only when nothing else
+    supports a cause)."""
+    return name_cause(strong + weak)
+
+
+def evidence_of(test):
+    """(cause, strength) of one failing test on its own, or (None, 0)."""
+    strong, weak = observations_of(test)
+    cause = rule(strong, weak)
+    if not cause:
+        return None, 0
+    kind = (test.get("details") or {}).get("kind")
+    if kind in STRENGTH and strong:
+        return cause, STRENGTH[kind]
+    return cause, STRENGTH["property"] if strong else STRENGTH["crash"]
 
 
 def diagnose_step(tests):
-    """The step's most likely cause from its failing tests: {cause, title, fix, evidence, test} or None.
-    The evidence quotes the failed properties behind the cause, the most telling first (a row sum
-    says more than "outputs differ")."""
-    weights, support = {}, {}
-    for test in tests:
-        if test["score"] >= test["max_score"]:
-            continue
-        cause, strength = evidence_of(test)
-        if cause:
-            weights[cause] = weights.get(cause, 0) + strength
-            support.setdefault(cause, []).append((strength, test))
-    if not weights:
+    """The step's cause from its failing tests: {cause, title, fix, evidence, test} or None. The evidence quotes
+    the failed checks that speak for the cause, the most telling first (a row sum says more than "outputs
+    differ")."""
+    failing = [test for test in tests if test["score"] < test["max_score"]]
+    strong, weak = [], []
+    for test in failing:
+        more_strong, more_weak = observations_of(test)
+        strong += more_strong
+        weak += more_weak
+    best = rule(strong, weak)
+    if not best:
         return None
-    order = list(support)
-    best = max(weights, key=lambda key: (weights[key], -order.index(key)))
-    cause = CAUSES[best]
+    support = []
+    for test in failing:
+        test_strong, test_weak = observations_of(test)
+        if best in weigh(test_strong + test_weak)[0]:
+            kind = (test.get("details") or {}).get("kind")
+            strength = STRENGTH.get(kind, STRENGTH["property"]) if test_strong else STRENGTH["crash"]
+            support.append((strength, test))
     # Properties first (they state what is wrong with the output), then signatures, then crashes.
-    ranked = sorted(support[best], key=lambda item: (item[0] != STRENGTH["property"], -item[0]))
+    ranked = sorted(support, key=lambda item: (item[0] != STRENGTH["property"], -item[0]))
     clauses, kinds = [], set()
     for strength, test in ranked:  # at most one observation of each kind of evidence
         clause = first_clause(test.get("output") or "")
@@ -113,8 +102,9 @@ def diagnose_step(tests):
             kinds.add(strength)
         if len(clauses) == 2:
             break
-    return {"cause": best, "title": cause.title, "fix": cause.fix, "test": ranked[0][1]["name"],
-            "evidence": "; ".join(clauses)}
+    cause = CAUSES[best]
+    return {"cause": best, "title": cause.title, "fix": cause.fix,
+            "test": ranked[0][1]["name"] if ranked else failing[0]["name"], "evidence": "; ".join(clauses)}
 
 
 def diagnose(tests):

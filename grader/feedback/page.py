@@ -20,6 +20,7 @@ import json
 import math
 from pathlib import Path
 
+from grader.check.loader import left_out_note
 from grader.feedback import diagnosis
 from grader.outfiles import write_atomic
 from grader.text import html as esc
@@ -83,13 +84,28 @@ def failed(test):
     return test["score"] < test["max_score"]
 
 
+NOTES_TITLE = "Lines of your file the grader did not run (they cost no points):"
+
+
+def loading_problems(extra):
+    """(errors, notes): the loading problems that cost points, and the IPython lines only left out."""
+    errors, notes, note = [], [], False
+    for problem in map(str, extra.get("problems") or []):
+        if not problem.startswith("... and "):  # `... and N more` goes with the lines it follows
+            note = left_out_note(problem)
+        (notes if note else errors).append(problem)
+    return errors, notes
+
+
 # --- Markdown (Gradescope output) -------------------------------------------------------------------------------
 def markdown(data):
     """The visible part of the feedback, as Markdown: what the public checks found, per step."""
     lines = []
-    problems = (data.get("extra_data") or {}).get("problems") or []
-    if problems:
-        lines += ["**Problems found while loading your file:**", ""] + [f"- {md(p)}" for p in problems] + [""]
+    errors, notes = loading_problems(data.get("extra_data") or {})
+    if errors:
+        lines += ["**Problems found while loading your file:**", ""] + [f"- {md(p)}" for p in errors] + [""]
+    if notes:
+        lines += [f"**{NOTES_TITLE}**", ""] + [f"- {md(p)}" for p in notes] + [""]
     for step, tests, _, _ in steps_of(data):
         visible = [t for t in tests if t.get("visibility", "visible") == "visible"]
         hidden = len(tests) - len(visible)
@@ -268,6 +284,7 @@ ul.checks{list-style:none;padding-left:0} ul.checks li{margin:.35rem 0}
 .hint.none{background:#f5f5f5;border-color:#ddd}
 .hint b{color:#e65100} figure{margin:.8rem 0} figcaption{font-size:.85rem;color:#555}
 .problems{background:#ffebee;border:1px solid #ef9a9a;border-radius:6px;padding:.5rem 1rem}
+.notes{background:#f5f5f5;border:1px solid #ccc;border-radius:6px;padding:.5rem 1rem}
 .legend{font-size:.85rem;color:#555}
 """
 
@@ -286,10 +303,13 @@ def html_page(data):
              f"<p class='sub'>Score {data.get('score', 0):g} / {total:g}. For each step: the checks that passed "
              "and failed, the most likely cause of a failure, and where it helps a picture of your attention "
              "weights. This page includes the hidden checks.</p>"]
-    problems = extra.get("problems") or []
-    if problems:
+    errors, notes = loading_problems(extra)
+    if errors:
         parts.append("<div class='problems'><b>Problems found while loading your file:</b><ul>"
-                     + "".join(f"<li>{esc(p)}</li>" for p in problems) + "</ul></div>")
+                     + "".join(f"<li>{esc(p)}</li>" for p in errors) + "</ul></div>")
+    if notes:
+        parts.append(f"<div class='notes'><b>{esc(NOTES_TITLE)}</b><ul>"
+                     + "".join(f"<li>{esc(p)}</li>" for p in notes) + "</ul></div>")
     for step, tests, score, maximum in steps_of(data):
         parts.append(step_html(step, tests, score, maximum, found.get(step.key)))
     parts.append("</body></html>")

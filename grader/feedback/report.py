@@ -16,13 +16,15 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from grader.check.causes import CAUSES
-from grader.feedback import diagnosis
+from grader.check.loader import left_out_note
+from grader.feedback import class_view, diagnosis
 from grader.feedback import svg
 from grader.outfiles import write_atomic
 from grader.text import html as esc
-from grader.chapter import BY_KEY, STEP_KEYS, STEPS
+from grader.chapter import BY_KEY, STEP_KEYS, STEPS, TOTAL_POINTS
 from grader.sandbox.limits import Limit
 
 
@@ -39,23 +41,47 @@ class Submission:
     tests: list = field(default_factory=list)
 
 
+class ResultsError(ValueError):
+    """A file in OUT/results/ that is not a results file of this grader: the message names it."""
+
+
+def read_results(path):
+    """The data of one results file, checked for the fields the report reads; ResultsError otherwise."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:  # UnicodeDecodeError is a ValueError
+        raise ResultsError(f"{path} cannot be read ({str(error)[:120]}): regrade that submission or remove "
+                           "the file") from None
+    tests = data.get("tests") if isinstance(data, dict) else None
+    numbers = (int, float)
+    if not (isinstance(data, dict) and isinstance(data.get("score", 0), numbers)
+            and isinstance(data.get("extra_data") or {}, dict) and isinstance(tests, list)
+            and all(isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("score"), numbers)
+                    and isinstance(t.get("max_score"), numbers) for t in tests)):
+        raise ResultsError(f"{path} is not a results file of this grader: regrade that submission or remove the file")
+    return data
+
+
 def load(out):
     """The graded submissions of OUT/results/*.json, and the per-step maxima."""
     submissions, maxima = [], {}
     for path in sorted((Path(out) / "results").glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
+        data = read_results(path)
         extra = data.get("extra_data") or {}
-        maxima = maxima or dict(extra.get("max_steps") or {})
-        found = extra.get("diagnosis")
-        if found is None:  # results written before diagnosis existed: work it out from the tests
-            found = diagnosis.diagnose(data.get("tests", []))
-        limits = [limit for limit in extra.get("limits") or [] if Limit.parse(limit.get("kind"))]
-        submissions.append(Submission(extra.get("submission") or path.stem, float(data.get("score", 0.0)),
-                                      dict(extra.get("steps") or {}), float(extra.get("seconds") or 0.0),
-                                      list(extra.get("problems") or []), found, limits, data.get("tests", [])))
+        try:
+            maxima = maxima or {str(key): float(value) for key, value in dict(extra.get("max_steps") or {}).items()}
+            found = extra.get("diagnosis")
+            if found is None:  # results written before diagnosis existed: work it out from the tests
+                found = diagnosis.diagnose(data.get("tests", []))
+            limits = [limit for limit in extra.get("limits") or [] if Limit.parse(limit.get("kind"))]
+            submissions.append(Submission(
+                str(extra.get("submission") or path.stem), float(data.get("score", 0.0)),
+                {str(key): float(value) for key, value in dict(extra.get("steps") or {}).items()},
+                float(extra.get("seconds") or 0.0), [str(p) for p in extra.get("problems") or []], found, limits,
+                data.get("tests", [])))
+        except (TypeError, ValueError, AttributeError):  # a field of the wrong type: not this grader's file
+            raise ResultsError(f"{path} is not a results file of this grader: regrade that submission or "
+                               "remove the file") from None
     return submissions, maxima
 
 
@@ -97,14 +123,18 @@ def item_analysis(submissions):
 
 
 def correlation(xs, ys):
+    """Pearson's r, or None where it says nothing: under 3 submissions, or everyone alike on one side."""
     if len(xs) < 3:
         return None
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
-    sy = math.sqrt(sum((y - my) ** 2 for y in ys))
-    if sx == 0 or sy == 0:
+    try:
+        return statistics.correlation(xs, ys)
+    except statistics.StatisticsError:  # a constant input: no correlation to speak of
         return None
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / (sx * sy)
+
+
+def load_errors(submission):
+    """The loading problems that cost points: not the notes on IPython lines left out (`%matplotlib`...)."""
+    return [problem for problem in submission.problems if not left_out_note(problem)]
 
 
 def cause_counts(submissions):
@@ -299,7 +329,8 @@ def example_links(names, out, limit=4):
     links = []
     for name in names[:limit]:
         page = Path(out) / "feedback" / f"{name}.html"
-        links.append(f"<a href='feedback/{esc(name)}.html'>{esc(name)}</a>" if page.is_file() else esc(name))
+        href = esc(f"feedback/{quote(name)}.html")  # a path segment, percent-encoded, then HTML-escaped
+        links.append(f"<a href='{href}'>{esc(name)}</a>" if page.is_file() else esc(name))
     more = f" and {len(names) - limit} more" if len(names) > limit else ""
     return ", ".join(links) + more
 
@@ -340,7 +371,7 @@ def actions(submissions, maxima, rates, items, counts, outliers, limit_rows):
     if outliers:
         tips.append(f"{len(outliers)} submission(s) graded unusually slowly (e.g. {outliers[0].name}, "
                     f"{outliers[0].seconds:.1f} s): often a loop where a tensor operation belongs.")
-    unloaded = [s for s in submissions if s.problems]
+    unloaded = [s for s in submissions if load_errors(s)]
     if unloaded:
         tips.append(f"{len(unloaded)} file(s) had parts that did not load (syntax errors, bad notebooks): "
                     "their authors lost points for code that never ran.")
@@ -350,7 +381,10 @@ def actions(submissions, maxima, rates, items, counts, outliers, limit_rows):
 def build(out):
     """(html text, {chart file name: SVG text}, summary text) for OUT's graded submissions."""
     submissions, maxima = load(out)
-    total = sum(maxima.values()) or 100
+    record = class_view.read_class(out)  # roster names, late flags, final scores (overrides applied)
+    class_view.apply_finals(submissions, record)
+    rows, absent = class_view.student_rows(submissions, record, maxima), class_view.not_submitted(record)
+    total = sum(maxima.values()) or TOTAL_POINTS
     rates = step_rates(submissions, maxima)
     items = item_analysis(submissions)
     counts = cause_counts(submissions)
@@ -367,7 +401,8 @@ def build(out):
         if counts:
             charts["causes.svg"] = chart_causes(counts)
     scores = [s.score for s in submissions]
-    summary = summary_text(submissions, total, rates, counts, outliers, limit_rows)
+    summary = summary_text(submissions, total, rates, counts, outliers, limit_rows,
+                           class_view.summary_lines(rows, absent))
 
     def image(name):
         return f"<figure>{charts[name]}</figure>" if name in charts else ""
@@ -381,14 +416,23 @@ def build(out):
                  f"{statistics.median(scores):.1f} · min {min(scores):g} · max {max(scores):g} (out of {total:g}) · "
                  f"{sum(s >= total - 1e-9 for s in scores)} with full marks · {sum(s == 0 for s in scores)} "
                  "with zero</p>")
+    if (Path(out) / "integrity.html").is_file():  # written just before the report by every class run
+        parts.append("<p class='sub'><a href='integrity.html'>Cohort integrity</a>: pairs of students whose code "
+                     "or wrong outputs have more in common than the book explains (evidence to read, not proof).</p>")
     parts.append("<h2>What to do next</h2><ul class='tips'>" + "".join(f"<li>{esc(tip)}</li>" for tip in tips)
                  + "</ul>")
+    parts.append(class_view.students_section(rows, maxima, out) + class_view.missing_section(absent)
+                 + class_view.overrides_section(rows))
     parts.append("<h2>Scores</h2>" + image("scores.svg"))
+    by_step, by_check = class_view.step_causes(submissions), class_view.check_causes(submissions)
     parts.append("<h2>Steps</h2>" + image("steps.svg") + "<table><tr><th>step</th>"
-                 "<th>full marks</th><th>mean share of points</th></tr>"
+                 "<th>full marks</th><th>mean share of points</th><th>most common causes</th></tr>"
                  + "".join(f"<tr><td>{BY_KEY[key].number}. {esc(BY_KEY[key].title)}</td><td>{rate[0]:.0%}</td>"
-                           f"<td>{rate[1]:.0%}</td></tr>" for key, rate in rates.items()) + "</table>")
-    parts.append("<h2>Most frequent mistakes (diagnosed)</h2>" + image("causes.svg"))
+                           f"<td>{rate[1]:.0%}</td><td><small>{esc(class_view.causes_text(by_step.get(key, [])))}"
+                           "</small></td></tr>" for key, rate in rates.items()) + "</table>")
+    parts.append("<h2>Most frequent mistakes (diagnosed)</h2>" + (
+        f"<p class='sub'>{len(counts)} mistake(s) recognised in {len({n for _, _, names in counts for n in names})} "
+        "submission(s)</p>" if counts else "") + image("causes.svg"))
     if counts:
         parts.append("<table><tr><th>mistake</th><th>step</th><th>count</th><th>examples</th></tr>" + "".join(
             f"<tr><td><b>{esc(CAUSES[cause].title)}</b><br><small>fix: "
@@ -401,8 +445,10 @@ def build(out):
             f"{esc(step)}: {example_links(names, out)}" for step, names in missing.items()) + "</p>")
     parts.append("<h2>Item analysis</h2>" + image("items.svg")
                  + "<table><tr><th>check (hardest first)</th><th>visibility</th><th>failed by</th>"
-                 "<th>discrimination</th></tr>"
-                 + "".join(item_row(item) for item in sorted(items, key=lambda item: -item[3])) + "</table>"
+                 "<th>discrimination</th><th>most common causes</th></tr>"
+                 + "".join(item_row(item, by_check.get(item[0], []))
+                           for item in sorted(items, key=lambda item: -item[3]))
+                 + "</table>"
                  "<p class='sub'>Discrimination: correlation between passing the check and the rest of the score "
                  "(near 0 or negative: the check does not separate strong from weak work).</p>")
     parts.append("<h2>Runtime</h2>" + image("runtime.svg"))
@@ -420,24 +466,24 @@ def build(out):
             "</small></td></tr>" for name, limit in limit_rows) + "</table>")
     else:
         parts.append("<p>No submission hit a time or memory limit or crashed.</p>")
-    unloaded = [s for s in submissions if s.problems]
+    unloaded = [s for s in submissions if load_errors(s)]
     if unloaded:
         parts.append("<h2>Files that did not load cleanly</h2><table><tr><th>submission</th><th>problem</th></tr>"
-                     + "".join(f"<tr><td>{example_links([s.name], out)}</td><td><small>{esc('; '.join(s.problems))}"
+                     + "".join(f"<tr><td>{example_links([s.name], out)}</td><td><small>{esc('; '.join(load_errors(s)))}"
                                "</small></td></tr>" for s in unloaded) + "</table>")
     parts.append("</body></html>")
     return "\n".join(parts), charts, summary
 
 
-def item_row(item):
+def item_row(item, causes=()):
     name, _, visibility, failure, discrimination = item
     flag = " class='flag'" if failure == 1 or (discrimination is not None and discrimination < -0.2) else ""
     shown = "—" if discrimination is None else f"{discrimination:+.2f}"
     return (f"<tr{flag}><td>{esc(name)}</td><td>{esc(visibility)}</td><td>{failure:.0%}</td>"
-            f"<td>{shown}</td></tr>")
+            f"<td>{shown}</td><td><small>{esc(class_view.causes_text(list(causes)))}</small></td></tr>")
 
 
-def summary_text(submissions, total, rates, counts, outliers, limit_rows):
+def summary_text(submissions, total, rates, counts, outliers, limit_rows, class_lines=()):
     if not submissions:
         return "cohort report: no graded submissions"
     scores = [s.score for s in submissions]
@@ -447,9 +493,10 @@ def summary_text(submissions, total, rates, counts, outliers, limit_rows):
     if rates:
         hardest = sorted(rates, key=lambda key: rates[key][0])[:2]
         lines.append("hardest steps: " + ", ".join(f"{key} ({rates[key][0]:.0%} full marks)" for key in hardest))
-    if counts:
-        lines.append(("most frequent mistakes: " if len(counts[0][2]) > 1 else
-                      "mistakes recognised (one submission each): ") + "; ".join(
+    if counts:  # the same count as the report's table of mistakes, of which the top three are named
+        lines.append(f"{len(counts)} mistake(s) recognised in {len({n for _, _, names in counts for n in names})} "
+                     "submission(s); " + ("most frequent: " if len(counts[0][2]) > 1 else "one submission each: ")
+                     + "; ".join(
             f"{CAUSES[cause].title} [{step}]{f' x{len(names)}' if len(names) > 1 else ''} "
             f"({', '.join(names[:3])})"
             for cause, step, names in counts[:3]))
@@ -458,7 +505,7 @@ def summary_text(submissions, total, rates, counts, outliers, limit_rows):
     if limit_rows:
         lines.append("limits hit: " + ", ".join(f"{name} ({limit['step']}: {limit['kind']})"
                                                 for name, limit in limit_rows[:5]))
-    return "\n".join(lines)
+    return "\n".join(lines + list(class_lines))
 
 
 CHART_NAMES = ("scores", "steps", "items", "causes", "runtime")

@@ -1,5 +1,8 @@
 """dist/gradescope/autograder.zip: a Gradescope autograder that runs the kit's own grader.
 
+This is the kit's one Gradescope path (docs/publishing.md); dist/otter's zip is for courses that
+already use Otter, and its per-step results are uploaded `hidden` from students.
+
 Unlike a stock Otter autograder, student code never runs in the process that
 judges it: `run_autograder` calls `python -m grader grade`, which loads the
 submission in sandboxed workers (own process group, memory and CPU caps,
@@ -100,7 +103,8 @@ exit $STATUS
 def gradescope_requirements(text=None):
     """requirements.txt with torch pinned to its CPU wheel from the PyTorch index."""
     text = (ROOT / "requirements.txt").read_text() if text is None else text
-    lines = ["# The kit's requirements.txt, with torch's CPU wheel from the PyTorch index (no CUDA).",
+    lines = ["# The kit's requirements.txt (exactly what grading imports), with torch's CPU wheel from the PyTorch "
+             "index (no CUDA).",
              f"--extra-index-url {CPU_INDEX}"]
     for line in text.splitlines():
         match = re.fullmatch(r"torch==([\w.]+?)(\+cpu)?", line.strip())

@@ -33,6 +33,7 @@ from pathlib import Path
 from grader.check.session import Session
 from grader.check.student import InProcessTransport, Student
 from grader.check.testing import seeded
+from grader.check.notebook import NamespaceModule
 from grader.check.runner import run_test
 from grader.check.suite import discover
 
@@ -44,26 +45,6 @@ class CheckFailed(AssertionError):
 
     def _render_traceback_(self):
         return [f"CheckFailed: {self}"]
-
-
-class NotebookModule:
-    """The notebook's globals seen as a module (what `Session` expects).
-
-    Attribute writes go to the globals themselves, so the stand-in heads of the
-    wrapper test replace the notebook's own `CausalAttention` for that build.
-    """
-
-    def __init__(self, namespace):
-        object.__setattr__(self, "_namespace", namespace)
-
-    def __getattr__(self, name):
-        try:
-            return self._namespace[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __setattr__(self, name, value):
-        self._namespace[name] = value
 
 
 def hidden_tests_root(notebook_folder=None):
@@ -103,7 +84,7 @@ class NotebookChecks:
 
 def run_in_cell(test, namespace, device="cpu"):
     """Run the kit test `test` on the globals `namespace`; raise CheckFailed if it fails."""
-    student = Student(InProcessTransport(Session(NotebookModule(namespace), device)), device)
+    student = Student(InProcessTransport(Session(NamespaceModule(namespace), device)), device)
     # Anything the student's code prints (warnings included) would reach stderr and zero the
     # cell in nbgrader, even when the answer is right: keep it out of the cell's output.
     # The tests seed what they draw; seeding the rest makes it repeatable too.

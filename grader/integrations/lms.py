@@ -1,39 +1,58 @@
 """Grades out to learning-management systems: Canvas and Moodle gradebook imports.
 
 (Who a downloaded submission belongs to is read in `grader.classes.lms_names`.)
-Beside grades.csv, `canvas_grades.csv` (Canvas gradebook import) and
-`moodle_grades.csv` (Moodle grade import), one row per roster student. A
-student without a submission gets an empty cell, never a zero: both systems
-leave an empty cell's grade alone. Files are UTF-8 CSV, quoted where needed,
-so "Doe, Jane" and "Zoë Núñez" arrive intact.
+Beside grades.csv, one row per roster student:
+
+* `canvas_grades.csv`: Canvas's gradebook import (Student, ID, SIS User ID, SIS Login ID, Section, then
+  the assignment column `Title (id)` when the roster is a Canvas export that has one). An empty cell
+  leaves the student's Canvas grade as it is.
+* `moodle_grades.csv`: Moodle's gradebook CSV import (Full name, identifier columns, the grade item).
+  Careful: Moodle reads an empty or `-` cell of an existing grade item as "no grade" and *clears* a grade
+  given by hand (grade/import/csv/classes/load_data.php: `$value === '' or $value == '-'` -> null); the
+  notes say so when the class has students without a submission.
+* `moodle_worksheet.csv`, when the roster is an assignment's "Download grading worksheet": the same
+  worksheet with its Grade column filled. Moodle's "Upload grading worksheet" skips an empty Grade
+  ("grade has no value"), an unchanged one, one out of 0..Maximum Grade, and one changed in Moodle after
+  the worksheet's "Last modified (grade)" (mod/assign/feedback/offline/locallib.php), so students without
+  a submission keep what they have. Scores are scaled to the worksheet's Maximum Grade.
+
+Scores come from the final scores (overrides applied, see `grader.classes.overrides`). Files are UTF-8
+CSV, quoted where needed, every text cell through `grader.text.csv_cell`, so "Doe, Jane" and "Zoë Núñez"
+arrive intact and a name like `=HYPERLINK(...)` stays text.
 """
 
 import csv
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from grader.outfiles import write_atomic
-from grader.text import safe_name
+from grader.text import clean, csv_row, safe_name
 
 ASSIGNMENT_TITLE = "Attention exercises"  # a new Canvas/Moodle column when the roster names none
 CANVAS_ASSIGNMENT = re.compile(r"^(?P<title>.+?)\s*\((?P<id>\d+)\)$")
+PARTICIPANT = re.compile(r"^\s*\S.*?\s(?P<id>\d+)\s*$")  # "Participant 123456" (in the site's language)
+LATE = re.compile(r"\blate\b", re.IGNORECASE)
 
 # Roster column names, as Canvas, Moodle, Gradescope and hand-made rosters spell them (lower case).
 COLUMNS = {
     "name": ("student", "name", "full name", "student name"),
     "first": ("first name", "first_name", "firstname", "given name"),
     "last": ("last name", "last_name", "lastname", "surname", "family name"),
-    "canvas_id": ("id", "canvas id", "canvas user id", "user id", "user_id"),
+    "canvas_id": ("id", "canvas id", "canvas user id", "canvas_user_id", "user id", "user_id"),
     "sis_user_id": ("sis user id", "sis_user_id", "sid", "student id", "student_id"),
-    "sis_login_id": ("sis login id", "sis_login_id", "login id", "login"),
+    "sis_login_id": ("sis login id", "sis_login_id", "login id", "login_id", "login"),
     "section": ("section", "sections"),
     "email": ("email", "email address", "e-mail", "e-mail address"),
     "username": ("username", "user name"),
     "idnumber": ("id number", "idnumber", "id_number"),
+    "participant": ("identifier",),  # Moodle's grading worksheet: "Participant 123456"
+    "group": ("group", "group name", "group_name", "team"),
+    "status": ("status",),
 }
 IDENTIFIERS = ("canvas_id", "sis_user_id", "sis_login_id", "email", "username", "idnumber")
+WORKSHEET = ("identifier", "grade", "maximum grade", "last modified (grade)")
 
 
 # -- the roster -----------------------------------------------------------------------------------
@@ -47,6 +66,10 @@ class RosterStudent:
     email: str = ""
     username: str = ""
     idnumber: str = ""
+    participant_id: str = ""  # Moodle's worksheet "Participant <id>", as in the download's folder names
+    group: str = ""
+    late: object = None  # from a Moodle worksheet's Status ("... late"), else None
+    row: list = field(default_factory=list, repr=False)  # the roster row as read (worksheets are written back)
 
     def identifiers(self):
         return [value for value in (getattr(self, key) for key in IDENTIFIERS) if value]
@@ -57,6 +80,8 @@ class Roster:
     students: list = field(default_factory=list)
     canvas_column: str = ASSIGNMENT_TITLE  # `Title (assignment_id)` when the roster names it
     moodle_column: str = ASSIGNMENT_TITLE
+    header: list = field(default_factory=list)
+    worksheet: bool = False  # a Moodle "Download grading worksheet" file
 
 
 def _normal(header):
@@ -64,33 +89,40 @@ def _normal(header):
 
 
 def read_roster(path):
-    """Students from a CSV: a Canvas gradebook export, a Moodle or Gradescope roster, or a plain list."""
-    text = Path(path).read_text(encoding="utf-8-sig")
-    rows = list(csv.reader(io.StringIO(text)))
+    """Students from a CSV: a Canvas gradebook export, a Moodle worksheet or participants export, a Canvas
+    groups export, a Gradescope roster, or a plain list."""
+    return read_roster_text(Path(path).read_text(encoding="utf-8-sig"), str(path))
+
+
+def read_roster_text(text, label="roster"):
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
     if not rows:
-        raise ValueError(f"{path}: the roster is empty")
+        raise ValueError(f"{label}: the roster is empty")
     header = [_normal(cell) for cell in rows[0]]
     where = {}
     for key, names in COLUMNS.items():
         for index, cell in enumerate(header):
             if cell in names and key not in where:
                 where[key] = index
-    if not any(key in where for key in IDENTIFIERS) and "name" not in where:
-        raise ValueError(f"{path}: no column names a student (expected e.g. Student, ID, Email, Username)")
-    roster = Roster()
+    if not any(key in where for key in (*IDENTIFIERS, "participant")) and "name" not in where:
+        raise ValueError(f"{label}: no column names a student (expected e.g. Student, ID, Email, Username)")
+    roster = Roster(header=rows[0], worksheet=all(name in header for name in WORKSHEET))
     kit_columns = [cell.strip() for cell in rows[0] if CANVAS_ASSIGNMENT.match(cell.strip())
                    and "attention" in cell.lower()]
     if len(kit_columns) == 1:  # the Canvas export already has this assignment: fill its column
         roster.canvas_column = kit_columns[0]
         roster.moodle_column = CANVAS_ASSIGNMENT.match(kit_columns[0])["title"]
     for row in rows[1:]:
-        values = {key: row[index].strip() if index < len(row) else "" for key, index in where.items()}
-        if values.get("name", "").strip().lower() == "points possible" or not any(row):
+        values = {key: clean(row[index]) if index < len(row) else "" for key, index in where.items()}
+        if values.get("name", "").lower() == "points possible" or not any(cell.strip() for cell in row):
             continue  # Canvas's second row holds each column's maximum, not a student
         name = values.get("name") or " ".join(part for part in (values.get("first"), values.get("last")) if part)
-        student = RosterStudent(name=name, **{key: values.get(key, "") for key in
-                                              ("section", *IDENTIFIERS)})
-        if student.identifiers() or student.name:
+        participant = PARTICIPANT.match(values.get("participant", ""))
+        status = values.get("status", "")
+        student = RosterStudent(name=name, **{key: values.get(key, "") for key in ("section", "group", *IDENTIFIERS)},
+                                participant_id=participant["id"] if participant else "",
+                                late=bool(LATE.search(status)) if status else None, row=list(row))
+        if student.identifiers() or student.name or student.participant_id:
             roster.students.append(student)
     return roster
 
@@ -100,13 +132,17 @@ def _keys(value):
     return {value.casefold(), safe_name(value).casefold()}
 
 
-def match(roster, results):
+def match(roster, results, origins=None):
     """({roster index: result}, notes). A result's name names its student(s) by any identifier.
 
-    A group submission (Gradescope) names several students joined by '+'; a
-    Canvas name ends in `_USERID`. A name that fits no student, or more than one,
-    is reported, never guessed; two results for one student keep the better one.
+    A submission from an LMS download is found by the id the download gave it (`origins`: Canvas user id,
+    Moodle participant id). Otherwise a group submission (Gradescope) names several students joined by
+    '+'; a Canvas name ends in `_USERID`. When the roster has a group column, the grade of a member's
+    group goes to every member without a submission of their own (Canvas names a group's files after
+    the group and one representative; Moodle's team folders after the group). A name that fits no
+    student, or more than one, is reported, never guessed; two results for one student keep the better.
     """
+    origins = origins or {}
     index, ambiguous = {}, set()
     for position, student in enumerate(roster.students):
         values = student.identifiers() or [student.name]
@@ -114,67 +150,93 @@ def match(roster, results):
             if key in index and index[key] != position:
                 ambiguous.add(key)
             index[key] = position
-    canvas_ids = {student.canvas_id: position for position, student in enumerate(roster.students)
-                  if student.canvas_id}
+    canvas_ids = {s.canvas_id: p for p, s in enumerate(roster.students) if s.canvas_id}
+    participants = {s.participant_id: p for p, s in enumerate(roster.students) if s.participant_id}
     chosen, notes = {}, []
     for result in results:
-        positions = []
-        for part in str(result.name).split("+"):
-            found = _find(part, index, ambiguous, canvas_ids)
-            if found is None:
-                notes.append(f"{result.name}: matches no single student of the roster; not in the LMS files")
-            else:
-                positions.append(found)
+        positions = _positions(result.name, origins.get(result.name), roster, index, ambiguous, canvas_ids,
+                               participants)
+        if not positions:
+            notes.append(f"{result.name}: matches no single student of the roster; not in the LMS files")
         for position in positions:
-            other = chosen.get(position)
+            other, kept = chosen.get(position), result
             if other is not None:
-                better = max((other, result), key=lambda r: r.score)
+                kept = max((other, result), key=lambda r: r.score)
                 notes.append(f"{roster.students[position].name or position}: two submissions "
-                             f"({other.name}, {result.name}); the LMS files get {better.name}'s {better.score:g}")
-                result_for = better
-            else:
-                result_for = result
-            chosen[position] = result_for
+                             f"({other.name}, {result.name}); the LMS files get {kept.name}'s {kept.score:g}")
+            chosen[position] = kept
+    own = dict(chosen)
+    for position, result in own.items():  # a group's grade for its members who submitted nothing
+        group = roster.students[position].group
+        if group:
+            for member, student in enumerate(roster.students):
+                if student.group == group and member not in own:
+                    chosen.setdefault(member, result)
     return chosen, notes
 
 
-def _find(part, index, ambiguous, canvas_ids):
+def _positions(name, origin, roster, index, ambiguous, canvas_ids, participants):
+    if origin:
+        lms, key, who = origin.get("lms"), origin.get("key", ""), origin.get("student", "")
+        if lms == "canvas" and key in canvas_ids:
+            return [canvas_ids[key]]
+        if lms == "moodle" and key in participants:
+            return [participants[key]]
+        if lms == "moodle" and who:  # a team submission: named after the group
+            members = [p for p, s in enumerate(roster.students) if s.group and s.group.casefold() == who.casefold()]
+            if members:
+                return members
+    positions = []
+    for part in str(name).split("+"):
+        found = _find(part, index, ambiguous, canvas_ids, participants)
+        if found is None:
+            return []
+        positions.append(found)
+    return positions
+
+
+def _find(part, index, ambiguous, canvas_ids, participants):
     candidates = [part, re.sub(r"\.(py|ipynb)$", "", part)]  # alice.py / alice.ipynb: both files kept
     for candidate in candidates:
         key = candidate.casefold()
         if key in index and key not in ambiguous:
             return index[key]
-    canvas = re.search(r"_(\d+)$", part)
-    if canvas and canvas.group(1) in canvas_ids:
-        return canvas_ids[canvas.group(1)]
+    trailing = re.search(r"_(\d+)$", part)
+    if trailing and trailing.group(1) in canvas_ids:
+        return canvas_ids[trailing.group(1)]
+    if trailing and trailing.group(1) in participants:
+        return participants[trailing.group(1)]
     return None
 
 
 # -- out: Canvas and Moodle CSVs --------------------------------------------------------------------
-def _score(result):
-    return "" if result is None else f"{round(result.score, 4):g}"
+def _score(result, scores=None, scale=1.0):
+    if result is None:
+        return ""
+    score = scores.get(result.name, result.score) if scores else result.score
+    return f"{round(score * scale, 4):g}"
 
 
 def _csv(rows):
     buffer = io.StringIO()
-    csv.writer(buffer, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n").writerows(rows)
+    csv.writer(buffer, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n").writerows(csv_row(row) for row in rows)
     return buffer.getvalue()
 
 
-def canvas_csv(roster, chosen, points_possible):
+def canvas_csv(roster, chosen, points_possible, scores=None):
     """Canvas gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then the assignment."""
     rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", roster.canvas_column],
             ["Points Possible", "", "", "", "", f"{points_possible:g}"]]
     for position, student in enumerate(roster.students):
         rows.append([student.name, student.canvas_id, student.sis_user_id, student.sis_login_id, student.section,
-                     _score(chosen.get(position))])
+                     _score(chosen.get(position), scores)])
     return _csv(rows)
 
 
 MOODLE_IDENTIFIERS = (("email", "Email address"), ("username", "Username"), ("idnumber", "ID number"))
 
 
-def moodle_csv(roster, chosen):
+def moodle_csv(roster, chosen, scores=None):
     """Moodle grade import: identifier columns (map one of them at upload) and one column per grade item."""
     present = [(key, title) for key, title in MOODLE_IDENTIFIERS
                if any(getattr(student, key) for student in roster.students)]
@@ -182,18 +244,62 @@ def moodle_csv(roster, chosen):
         present = [("sis_login_id", "Username")]
     rows = [["Full name", *(title for _, title in present), roster.moodle_column]]
     for position, student in enumerate(roster.students):
-        rows.append([student.name, *(getattr(student, key) for key, _ in present), _score(chosen.get(position))])
+        rows.append([student.name, *(getattr(student, key) for key, _ in present),
+                     _score(chosen.get(position), scores)])
     return _csv(rows)
 
 
-def write_lms_files(out, results, maxima, roster_path):
-    """Write canvas_grades.csv and moodle_grades.csv into `out`; return notes for the instructor."""
-    roster = read_roster(roster_path)
-    chosen, notes = match(roster, results)
-    write_atomic(Path(out) / "canvas_grades.csv", canvas_csv(roster, chosen, sum(maxima.values())))
-    write_atomic(Path(out) / "moodle_grades.csv", moodle_csv(roster, chosen))
+def moodle_worksheet(roster, chosen, points_possible, scores=None):
+    """(text, note): the grading worksheet as downloaded, its Grade column filled (scaled to Maximum Grade)."""
+    header = [_normal(cell) for cell in roster.header]
+    grade, top = header.index("grade"), header.index("maximum grade")
+    note = None
+    rows = [list(roster.header)]
+    for position, student in enumerate(roster.students):
+        row = list(student.row) + [""] * (len(header) - len(student.row))
+        try:
+            maximum = float(row[top].replace(",", "."))
+        except ValueError:
+            maximum = points_possible
+        scale = maximum / points_possible if points_possible else 1.0
+        if abs(scale - 1) > 1e-9 and note is None:
+            note = (f"moodle_worksheet.csv: scores scaled from {points_possible:g} to the assignment's "
+                    f"Maximum Grade {maximum:g} (Moodle skips a grade above the maximum)")
+        result = chosen.get(position)
+        if result is not None:
+            row[grade] = _score(result, scores, scale)
+        rows.append(row)
+    return _csv(rows), note
+
+
+def write_lms_files(out, results, maxima, roster_path=None, origins=None, scores=None, roster=None):
+    """Write canvas_grades.csv and moodle_grades.csv (and moodle_worksheet.csv for a worksheet roster)
+    into `out`; return notes for the instructor. `scores`: {name: final score} (overrides applied)."""
+    roster = roster or read_roster(roster_path)
+    chosen, notes = match(roster, results, origins)
+    points = sum(maxima.values())
+    write_atomic(Path(out) / "canvas_grades.csv", canvas_csv(roster, chosen, points, scores))
+    write_atomic(Path(out) / "moodle_grades.csv", moodle_csv(roster, chosen, scores))
+    if roster.worksheet:
+        text, note = moodle_worksheet(roster, chosen, points, scores)
+        write_atomic(Path(out) / "moodle_worksheet.csv", text)
+        notes += [note] if note else []
     missing = len(roster.students) - len(chosen)
     if missing:
-        notes.append(f"{missing} of {len(roster.students)} roster students have no submission: "
-                     "their LMS cells are empty, not zero")
+        notes.append(f"{missing} of {len(roster.students)} roster students have no submission: their cells are "
+                     "empty, not zero (Canvas and Moodle's worksheet upload leave an empty cell's grade alone; "
+                     "Moodle's gradebook CSV import clears it: leave their rows out of moodle_grades.csv "
+                     "if they have grades given by hand)")
     return notes
+
+
+def roster_record(roster, results, origins=None):
+    """The roster for OUT/class.json: each student's name, ids, group, late flag and submission (or None)."""
+    chosen, _ = match(roster, results, origins)
+    students = []
+    for position, student in enumerate(roster.students):
+        record = {key: value for key, value in asdict(student).items() if key != "row" and value not in ("", None)}
+        result = chosen.get(position)
+        record["submission"] = result.name if result is not None else None
+        students.append(record)
+    return students

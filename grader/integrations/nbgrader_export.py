@@ -5,10 +5,12 @@ name like "Doe, Jane" shifts every column after it), writes 0 for a student
 who never submitted, and leaves out the review flags. This one writes real
 CSV (UTF-8, quoted where needed), an empty score for a missing submission, the
 flags a grader must look at (needs_manual_grade, flagged, failed_tests) and a
-column per step: the kit names its grade cells `<step>-...`.
+column per step: the kit names its grade cells `<step>-...`. A name that would start a spreadsheet
+formula (=, +, -, @, tab, CR) gets a leading apostrophe, as in every CSV the kit writes.
 """
 
 import csv
+import re
 
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
@@ -25,7 +27,15 @@ def _text(value):
         return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:g}"
-    return str(value)
+    return csv_cell(str(value))
+
+
+def csv_cell(text):
+    """grader.text.csv_cell, repeated here because this file runs inside the nbgrader course, without the
+    kit (tests/kit/test_output_injection.py checks that the two agree)."""
+    if text.startswith(("=", "+", "-", "@", "\t", "\r")) and not re.fullmatch(r"-?\d+(\.\d+)?", text) and text != "-":
+        return "'" + text
+    return text
 
 
 def _step_of(grade_id):

@@ -66,6 +66,7 @@ def test_files(kinds=("public", "hidden")):
 
 
 # The grading engine as the Gradescope zip runs it: the CLI and the fork server's preload,
-# without what only the instructor's machine runs (building releases, the fault catalogue).
+# without what only the instructor's machine runs (building releases, the fault catalogue, the
+# cohort integrity check of a whole class).
 ENGINE = ("grader.__main__", "grader.cli", "grader.sandbox.forkserver")
-INSTRUCTOR_ONLY = ("grader.build", "grader.faults")
+INSTRUCTOR_ONLY = ("grader.build", "grader.faults", "grader.feedback.integrity")

@@ -64,6 +64,11 @@ class Sandbox:
         self.fatal = None
         self.fatal_limit = None  # the Limit behind `fatal`, if it was one
         self.problems = []
+        # Load problems are shown to the student at once: only those of workers that never received a
+        # hidden check's request are kept, so a worker cannot carry what a hidden check asked into them.
+        self.keep_problems = True
+        self.protections = None  # the first worker's own report of its sandbox, sent before student code ran
+        self.setup_seconds = []  # how long each worker made this submission wait for its sandbox
 
     def student_for(self, seconds):
         """A Student for the next step with `seconds` to spend, or None (then `fatal` says why)."""
@@ -80,7 +85,10 @@ class Sandbox:
             except StudentUnavailable as error:
                 self.worker, self.fatal, self.fatal_limit = None, str(error), error.limit
                 return None
-            self.problems.extend(p for p in self.worker.problems if p not in self.problems)
+            if self.keep_problems:
+                self.problems.extend(p for p in self.worker.problems if p not in self.problems)
+            self.protections = self.protections or self.worker.protections
+            self.setup_seconds.append(self.worker.setup_seconds)
             self.fatal = self.worker.fatal
             if self.fatal:
                 return None
@@ -127,26 +135,64 @@ def zero_result(name, path, tests, why):
 
 
 def grade_submission(path, name, tests, options):
-    """Grade one file against all steps, within the per-step and per-submission time limits."""
+    """Grade one file against all steps, within the per-step and per-submission time limits.
+
+    Every step's public checks run first, then every step's hidden checks: all that a
+    student sees at once (the public checks' outputs, the load problems) comes from
+    workers that have not yet received any hidden check's request (its inputs, seeds and
+    weights), so no worker can smuggle those into visible text. A step keeps one time
+    budget for both of its parts; a step whose worker hit a limit in its public part fails
+    its hidden part with the same message, as when both parts ran together."""
     started = time.monotonic()
     result = SubmissionResult(name, str(path))
     unreadable = check_readable(path)
     if unreadable:
         return zero_result(name, path, tests, unreadable)
     sandbox = Sandbox(path, options)
+    verdicts = {}
+    spent = {}  # seconds each step used in its public part
+    stopped = {}  # step key -> (message, limit) of a worker that hit a limit in the step's public part
     try:
-        for step in STEPS:
-            step_tests = [test for test in tests if test.step == step.key]
-            if not step_tests:
-                continue
-            left = options.limits.submission_seconds - (time.monotonic() - started)
-            if left <= 0.5 and not sandbox.fatal:
-                sandbox.fatal, sandbox.fatal_limit = (
-                    f"submission time limit: grading stopped after {options.limits.submission_seconds:g} s "
-                    "(earlier steps were too slow)"), Limit.TIME
-            result.tests.extend(grade_step(sandbox, step.key, step_tests, min(options.limits.step_seconds, left)))
+        for public in (True, False):
+            sandbox.keep_problems = public
+            for step in STEPS:
+                step_tests = [test for test in tests if test.step == step.key and (test.kind == "public") == public]
+                if not step_tests:
+                    continue
+                if step.key in stopped:
+                    message, limit = stopped[step.key]
+                    for test in step_tests:
+                        verdicts[test.name] = TestResult(test.name, step.key, 0.0, test.points, message,
+                                                         test.visibility, {}, limit)
+                    continue
+                left = options.limits.submission_seconds - (time.monotonic() - started)
+                if left <= 0.5 and not sandbox.fatal:
+                    sandbox.fatal, sandbox.fatal_limit = (
+                        f"submission time limit: grading stopped after {options.limits.submission_seconds:g} s "
+                        "(earlier steps were too slow)"), Limit.TIME
+                budget = min(options.limits.step_seconds - spent.get(step.key, 0.0), left)
+                began, waited = time.monotonic(), sum(sandbox.setup_seconds)
+                step_results = (grade_step(sandbox, step.key, step_tests, budget) if budget > 0 or sandbox.fatal
+                                else out_of_step_time(step.key, step_tests, options.limits.step_seconds))
+                # Waiting for a sealed worker (the fork server's start, for a judge's first) is not the step's time.
+                setup = sum(sandbox.setup_seconds) - waited
+                spent[step.key] = spent.get(step.key, 0.0) + time.monotonic() - began - setup
+                verdicts.update((verdict.name, verdict) for verdict in step_results)
+                worker = sandbox.worker
+                if public and worker is not None and worker.dead:
+                    stopped[step.key] = (worker.dead, worker.limit)
     finally:
         sandbox.close()  # the student's whole process tree is gone before the verdict is written
+    result.tests = [verdicts[test.name] for test in tests if test.name in verdicts]
     result.problems = sandbox.problems
     result.seconds = time.monotonic() - started
+    if sandbox.protections:
+        result.sandbox = {**sandbox.protections, "setup_ms": round(1000 * sandbox.setup_seconds[0], 1)}
     return result
+
+
+def out_of_step_time(step_key, tests, seconds):
+    """The verdicts of a step part left no time by the step's other part."""
+    message = f"time limit: this step ran past its {seconds:g} s budget"
+    return [TestResult(test.name, step_key, 0.0, test.points, message, test.visibility, {}, Limit.TIME)
+            for test in tests]

@@ -4,6 +4,7 @@ Free of torch (and of everything that runs student code), so that what only
 reads results (merging shards, LMS exports, the report) starts fast.
 """
 
+import math
 from dataclasses import dataclass, field
 
 from grader.chapter import STEPS
@@ -22,6 +23,12 @@ class TestResult:
     limit: Limit = None  # the limit the step hit, if this failure is one
 
 
+def _sum(points):
+    """The total as results.json shows it (4 decimals): a step's tests share its points by weight, and a
+    float sum of shares (thirds...) is 100.00000000000001 where the total is 100."""
+    return round(math.fsum(points), 4)
+
+
 @dataclass
 class SubmissionResult:
     name: str
@@ -30,11 +37,12 @@ class SubmissionResult:
     problems: list = field(default_factory=list)
     seconds: float = 0.0
     fingerprint: str = ""  # what was graded, with what (see bulk.fingerprint): unchanged means no regrade
+    sandbox: dict = field(default_factory=dict)  # the protections its worker ran under (sandbox.seal's report)
     text: str = ""  # its results.json as written or read by a class run
 
     @property
     def score(self):
-        return sum(test.score for test in self.tests)
+        return _sum(test.score for test in self.tests)
 
     def step_scores(self):
         scores = {step.key: 0.0 for step in STEPS}

@@ -30,6 +30,7 @@ def gradescope_json(result, maxima):
             "seconds": round(result.seconds, 3),
             "problems": list(result.problems),
             "fingerprint": result.fingerprint,
+            "sandbox": result.sandbox,
         },
     }
     return feedback.finish(data, result.tests, result.problems)
@@ -60,5 +61,6 @@ def parse_results_text(text, name):
     result.problems = list(extra.get("problems") or [])
     result.seconds = float(extra.get("seconds") or 0.0)
     result.fingerprint = extra.get("fingerprint") or ""
+    result.sandbox = extra.get("sandbox") or {}
     result.text = text  # exactly what was written, to restore it byte for byte
     return result

@@ -1,7 +1,10 @@
 """Imported once, by the fork server only (see `worker.context`): warm torch up and adopt orphans.
 
-As a subreaper, the fork server inherits whatever a killed worker left behind,
-where `WorkerTransport.close` finds and kills it."""
+The server was started with a short environment (`worker.SERVER_ENVIRONMENT`): every
+worker is a fork of it, so nothing of the instructor's environment is in a worker's
+memory. Warming up also compiles the sandbox's seccomp filter once for all workers.
+As a subreaper, the fork server inherits whatever a killed worker left behind (the
+keeper's PID 1 once the keeper is gone, leftovers of the basic mode), and reaps it."""
 
 import gc
 import warnings

@@ -1,20 +1,27 @@
-"""Find and kill every process a student's worker started, wherever it went.
+"""Find and kill every process a student's worker started, wherever it went; sweep what it left.
 
-A worker runs in its own process group, but student code can leave it
-(`setsid`, double fork). Three nets catch such processes:
+In a sealed worker (see `seal`) everything the student starts lives in the
+sandbox's PID namespace and dies with it (and with its cgroup). The nets below
+hold without namespaces too, where student code can leave its process group
+(`setsid`, double fork):
   * as root, each worker runs under a uid of its own (`UidPool`): every process
     with that uid is the student's, whatever it did;
   * otherwise the worker is a child subreaper, so orphans of its descendants
     are re-parented to it and stay in its tree while it lives;
   * the fork server is a subreaper too: orphans of a killed worker land there,
     and any child of the fork server that is not a live worker is a leftover.
+Without a private /tmp, a private uid can leave folders, links and SysV IPC
+objects behind: `sweep_uid` removes them before the uid is handed out again.
 """
 
 import ctypes
 import fcntl
 import os
+import shutil
 import signal
+import stat
 import threading
+import time
 from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -49,6 +56,54 @@ def memory_bytes(pid, field):
     except OSError:
         pass
     return 0
+
+
+def children(pid):
+    """Direct children of a live process (from every one of its threads), without reading all of /proc."""
+    found = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as listing:
+                found.extend(int(child) for child in listing.read().split())
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def subtree(pid):
+    """`pid` and every live process below it (a sandbox's PID 1 holds all of its namespace)."""
+    found, frontier = [], [pid]
+    while frontier and len(found) < 4096:
+        current = frontier.pop()
+        found.append(current)
+        frontier.extend(children(current))
+    return found
+
+
+def resident_growth(pids, baseline):
+    """Memory a group of forked processes added: each one's resident set beyond the warm image
+    (`baseline`, which every fork shares with the fork server until it writes to it)."""
+    return sum(max(0, memory_bytes(pid, "VmRSS") - baseline) for pid in pids)
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_seconds(pids):
+    """User + system CPU seconds the live processes `pids` have used so far."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat_file:
+                fields = stat_file.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / _TICKS
 
 
 def live_processes():
@@ -106,16 +161,27 @@ class UidPool:
     still has live processes is never handed out."""
 
     LOCKS = Path("/run/lock/attention-grader-uids")
+    RESCAN_SECONDS = 1.0
 
     def __init__(self, base=UID_BASE, size=512):
         self.uids = range(base, base + size)
         self.held = {}  # uid -> open lock file
         self.lock = threading.Lock()
+        self._busy, self._busy_at = set(), None
+
+    def _busy_uids(self):
+        """Uids with live processes that are not this pool's own (it kills those itself before giving
+        them back). Scanning /proc costs milliseconds: a scan serves the takes of the next second."""
+        now = time.monotonic()
+        if self._busy_at is None or now - self._busy_at > self.RESCAN_SECONDS:
+            self._busy = {uid for _, uid in live_processes().values() if uid in self.uids} - set(self.held)
+            self._busy_at = now
+        return self._busy
 
     def take(self):
         self.LOCKS.mkdir(mode=0o700, parents=True, exist_ok=True)
         with self.lock:
-            busy = {uid for _, uid in live_processes().values()}
+            busy = self._busy_uids()
             for uid in self.uids:
                 if uid in self.held or uid in busy:
                     continue
@@ -129,11 +195,96 @@ class UidPool:
                 return uid
         raise RuntimeError(f"all {len(self.uids)} worker uids are in use; grade with fewer jobs")
 
+    def forget_after_fork(self):
+        """In a forked child: the parent's uids stay the parent's. The child's copies of their lock files
+        are closed (the lock belongs to the open file, which the parent still holds), so a uid the parent
+        gives back is free at once, not only when the child exits."""
+        self.lock = threading.Lock()
+        for handle in self.held.values():
+            try:
+                handle.close()
+            except OSError:
+                pass
+        self.held = {}
+
     def give_back(self, uid):
         with self.lock:
             handle = self.held.pop(uid, None)
         if handle is not None:
             handle.close()  # closing releases the lock
+
+    def sweep_unused(self):
+        """Remove what any of the pool's uids left behind (an older grader, a run killed midway), for
+        every uid no grader holds now and no process runs as; once per run, as root."""
+        self.LOCKS.mkdir(mode=0o700, parents=True, exist_ok=True)
+        busy = {uid for _, uid in live_processes().values()}
+        handles, free = [], set()
+        try:
+            with self.lock:
+                for uid in self.uids:
+                    if uid in self.held or uid in busy:
+                        continue
+                    handle = open(self.LOCKS / str(uid), "a")
+                    try:
+                        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except OSError:
+                        handle.close()
+                        continue
+                    handles.append(handle)
+                    free.add(uid)
+                sweep_uid(free)
+        finally:
+            for handle in handles:
+                handle.close()
+
+
+# Places any uid may write to on a Debian machine (sticky, world-writable).
+SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock")
+# /proc/sysvipc/<kind>: columns of the owner's and the creator's uid (an owner may give an object away)
+_IPC = {"shm": ("shmctl", (7, 9)), "msg": ("msgctl", (7, 9)), "sem": ("semctl", (4, 6))}
+IPC_RMID = 0
+
+
+def sweep_uid(uid, folders=SHARED_FOLDERS):
+    """Remove what `uid` (or each of a set of uids) left in the shared folders (files, folders, links:
+    a worker without a private /tmp can still make those) and its SysV shared memory, queues and
+    semaphores."""
+    uids = {uid} if isinstance(uid, int) else set(uid)
+    if not uids:
+        return
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_uid not in uids:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, (call, columns) in _IPC.items():
+        try:
+            rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if any(len(fields) > column and fields[column].isdigit() and int(fields[column]) in uids
+                   for column in columns):
+                if kind == "sem":
+                    libc.semctl(int(fields[1]), 0, IPC_RMID)
+                else:
+                    getattr(libc, call)(int(fields[1]), IPC_RMID, None)
 
 
 def running_as_root():

@@ -11,12 +11,18 @@ import math
 
 import torch
 
-# The faults the functions below can reproduce.
-FAULTS = ("softmax_dim", "softmax_batch", "no_scale", "scale_dk", "scale_after", "scale_d_in", "zero_fill",
-          "no_mask", "mask_past", "scores_kq")
-MHA_FAULTS = ("split_no_transpose", "merge_no_transpose", "no_out_proj", "scale_d_out")
-# Faults that are one cause in the chapter's words (grader.diagnosis.CAUSES) under another name.
-CAUSE_OF = {"softmax_batch": "softmax_dim"}
+# The faults the functions below can reproduce (each a key of grader.check.causes.CAUSES, or one of
+# CAUSE_OF's variants of a cause).
+FAULTS = ("softmax_dim", "softmax_batch", "softmax_heads", "no_scale", "scale_dk", "scale_after", "scale_multiplied",
+          "scale_d_in", "scale_num_tokens", "zero_fill", "no_mask", "mask_past", "mask_past_diagonal",
+          "mask_hides_diagonal", "mask_off_by_one", "scores_kq", "no_projection")
+MHA_FAULTS = ("split_no_transpose", "merge_no_transpose", "no_out_proj", "scale_d_out", "scale_num_heads",
+              "out_proj_activation")
+# Variants that are one cause in the chapter's words (grader.check.causes.CAUSES) under another name.
+CAUSE_OF = {"softmax_batch": "softmax_dim", "softmax_heads": "softmax_dim", "mask_past_diagonal": "mask_past"}
+HIDDEN_BY = {  # fault: (torch.triu or torch.tril, diagonal) of the positions it hides
+    "mask_past": (torch.tril, -1), "mask_past_diagonal": (torch.tril, 0), "mask_hides_diagonal": (torch.triu, 0),
+    "mask_off_by_one": (torch.triu, 2)}
 
 
 def generator(seed):
@@ -63,17 +69,23 @@ def weights_of(scores, d_k, causal=True, faults=()):
     """Softmax(scores / sqrt(d_k)) with the causal mask, or with the named faults."""
     scores = scores.double()
     n = scores.shape[-1]
-    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    ones = torch.ones(n, n, dtype=torch.bool)
     if causal and "no_mask" not in faults:
-        hidden = torch.tril(torch.ones(n, n, dtype=torch.bool), diagonal=-1) if "mask_past" in faults else future
-        scores = scores.masked_fill(hidden, 0.0 if "zero_fill" in faults else -math.inf)
+        triangle, diagonal = next((HIDDEN_BY[fault] for fault in faults if fault in HIDDEN_BY), (torch.triu, 1))
+        scores = scores.masked_fill(triangle(ones, diagonal=diagonal), 0.0 if "zero_fill" in faults else -math.inf)
     if "no_scale" in faults or "scale_after" in faults:
         scale = 1.0
     elif "scale_dk" in faults:
         scale = float(d_k)
+    elif "scale_multiplied" in faults:
+        scale = 1 / math.sqrt(d_k)
+    elif "scale_num_tokens" in faults:
+        scale = math.sqrt(n)
     else:
         scale = math.sqrt(d_k)
-    axis = -2 if "softmax_dim" in faults else 0 if "softmax_batch" in faults else -1
+    axis = -2 if "softmax_dim" in faults else 0 if "softmax_batch" in faults else 1 if "softmax_heads" in faults else -1
+    if axis == 1 and scores.dim() < 4:
+        axis = -2
     weights = torch.softmax(scores / scale, dim=axis)
     if "scale_after" in faults:
         weights = weights / math.sqrt(d_k)
@@ -82,7 +94,10 @@ def weights_of(scores, d_k, causal=True, faults=()):
 
 def self_attention(x, W_query, W_key, W_value, faults=()):
     """SelfAttention_v1 on one sequence with raw (d_in, d_out) matrices."""
-    queries, keys, values = (x.double() @ W.double() for W in (W_query, W_key, W_value))
+    if "no_projection" in faults:
+        queries = keys = values = x.double()
+    else:
+        queries, keys, values = (x.double() @ W.double() for W in (W_query, W_key, W_value))
     d_k = x.shape[-1] if "scale_d_in" in faults else keys.shape[-1]
     weights = weights_of(scores_of(queries, keys, faults), d_k, causal=False, faults=faults)
     return weights @ values
@@ -111,7 +126,8 @@ def multihead(x, params, num_heads, faults=()):
     else:
         queries, keys, values = (split_heads(t, num_heads) for t in (queries, keys, values))
     head_dim = d_out // num_heads
-    d_k = d_out if "scale_d_out" in faults else x.shape[-1] if "scale_d_in" in faults else head_dim
+    d_k = (d_out if "scale_d_out" in faults else x.shape[-1] if "scale_d_in" in faults else
+           num_heads if "scale_num_heads" in faults else head_dim)
     weights = weights_of(scores_of(queries, keys, faults), d_k, faults=faults)
     context = weights @ values  # (b, heads, n, head_dim)
     if "merge_no_transpose" in faults:
@@ -120,7 +136,8 @@ def multihead(x, params, num_heads, faults=()):
         context = context.permute(0, 2, 1, 3).reshape(b, n, d_out)
     if "no_out_proj" in faults:
         return context
-    return linear(context, params, "out_proj")
+    out = linear(context, params, "out_proj")
+    return torch.relu(out) if "out_proj_activation" in faults else out
 
 
 def suspects(compute, faults):

@@ -1,14 +1,18 @@
 """Step 5 (causal_attention): hidden checks."""
 
 from .oracle import linear_attention, qkv_params, randn, suspects
-from .probes import (check_batch_independent, check_causal, check_lengths, check_module_dropout, dropout_hits_weights,
-                    ones_value_params, probe_params, probe_weights, weights_from_output)
+from .probes import (batch_mixed, causal_leak, check_lengths, check_module_dropout, probe_params, prober,
+                     read_weights)
 
-from grader.check.testing import Failure, expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded
+from grader.check.causes import observation
+from grader.check.signatures import Dims
+from grader.check.testing import expect_close, expect_future_hidden, expect_rows_sum_to_one, fail, graded, named_crashes
 
 B, N, CONTEXT, D_IN, D_OUT = 3, 5, 7, 8, 6
-FAULTS = ("softmax_dim", "softmax_batch", "no_scale", "scale_dk", "scale_after", "scale_d_in", "zero_fill",
-          "no_mask", "mask_past", "scores_kq")
+FAULTS = ("softmax_dim", "softmax_batch", "no_scale", "scale_dk", "scale_after", "scale_multiplied", "scale_d_in",
+          "scale_num_tokens", "zero_fill", "no_mask", "mask_past", "mask_past_diagonal", "mask_hides_diagonal",
+          "mask_off_by_one", "scores_kq")
+DIMS = Dims(d_in=D_IN, d_out=D_OUT, n=N, context=CONTEXT, batch=B)  # scales sqrt(6), 1, 6, sqrt(8), sqrt(5)
 
 
 def build(student, dropout=0.0, qkv_bias=False, params=None, context=CONTEXT):
@@ -16,11 +20,11 @@ def build(student, dropout=0.0, qkv_bias=False, params=None, context=CONTEXT):
 
 
 def check_against_reference(student, x, params, bias, what):
-    module = build(student, dropout=0.3, qkv_bias=bias, params=params)
-    expected = linear_attention(x, params, causal=True)
-    expect_close(module.forward(x, train=False), expected, what, device=student.device,
-                 advice="in eval mode the output is softmax(masked scores / sqrt(d_k)) @ values, no dropout",
-                 suspects=suspects(lambda faults: linear_attention(x, params, True, faults), FAULTS))
+    probes = prober(student, "CausalAttention", DIMS)
+    with named_crashes(probes):
+        out = build(student, dropout=0.3, qkv_bias=bias, params=params).forward(x, train=False)
+    expect_close(out, linear_attention(x, params, causal=True), what, device=student.device,
+                 suspects=suspects(lambda faults: linear_attention(x, params, True, faults), FAULTS), probes=probes)
 
 
 @graded("causal_attention: with injected weights the output matches the reference (eval mode)", weight=4)
@@ -38,47 +42,48 @@ def test_bias(student):
 
 @graded("causal_attention: each row of the attention weights sums to one and hides the future", weight=2)
 def test_weights_through_values(student):
-    params = probe_params(D_IN, D_OUT, N)
-    module = build(student, qkv_bias=True)
-    out, _ = probe_weights(module, params, B, N, D_IN, D_OUT)
-    weights = weights_from_output(expect_tensor(out, "CausalAttention output", shape=(B, N, D_OUT)), N, 1)
+    probes = prober(student, "CausalAttention", DIMS)
+    with named_crashes(probes):
+        weights = read_weights(build(student, qkv_bias=True), probe_params(D_IN, D_OUT, N), B, N, D_IN, heads=1)
     what = "the attention weights (read through one-hot values)"
-    expect_future_hidden(weights, what, student.device)
-    expect_rows_sum_to_one(weights, what, student.device, causal=True)
+    expect_future_hidden(weights, what, student.device, observations=probes())
+    expect_rows_sum_to_one(weights, what, student.device, causal=True, observations=probes())
 
 
 @graded("causal_attention: changing future tokens does not change earlier outputs", weight=2)
 def test_causality(student):
-    module = build(student, params=qkv_params(D_IN, D_OUT, seed=5))
-    check_causal(module, randn(B, N, D_IN, seed=6), "CausalAttention output", student.device,
-                 "mask the scores above the diagonal (and keep the masked result)")
+    probes = prober(student, "CausalAttention", DIMS)
+    with named_crashes(probes):
+        leak = causal_leak(build(student, params=qkv_params(D_IN, D_OUT, seed=5)), randn(B, N, D_IN, seed=6),
+                           student.device)
+    if leak is not None:
+        fail(f"changing tokens {leak + 1}.. changed the output of token {leak} or earlier: information leaks "
+             "from the future", [observation("causality", "leak")] + probes())
 
 
 @graded("causal_attention: each sequence in a batch is processed independently", weight=2)
 def test_batch_independence(student):
-    module = build(student, params=qkv_params(D_IN, D_OUT, seed=8))
-    check_batch_independent(module, randn(B, N, D_IN, seed=9), "CausalAttention output", student.device,
-                            "the batch axis is being mixed (transpose(1, 2) for the keys, not .T)")
+    probes = prober(student, "CausalAttention", DIMS)
+    with named_crashes(probes):
+        mixed = batch_mixed(build(student, params=qkv_params(D_IN, D_OUT, seed=8)), randn(B, N, D_IN, seed=9),
+                            student.device)
+    if mixed:
+        fail("changing sequence 1 of the batch changed the outputs of the other sequences",
+             [observation("batch", "mixed")] + probes())
 
 
 @graded("causal_attention: eval mode is deterministic; training drops and rescales attention weights", weight=2)
 def test_dropout_in_module(student):
-    p = 0.3
-    module = build(student, dropout=p, qkv_bias=True)
-    check_module_dropout(module, probe_params(D_IN, D_OUT, N), p, batch=64, n=N, d_in=D_IN, heads=1, seed=5,
-                         rate_tolerance=0.08, what="CausalAttention")
-    module.load(ones_value_params(D_IN, D_OUT))
-    out = expect_tensor(module.forward(randn(4, N, D_IN, seed=6), train=True, seed=7), "CausalAttention output")
-    if not dropout_hits_weights(out, heads=1):
-        raise Failure("in training mode, dropout seems to act on the context vectors, not on the attention "
-                      "weights: apply self.dropout to attn_weights, before attn_weights @ values",
-                      cause="dropout_on_context")
+    check_module_dropout(student, "CausalAttention", DIMS)
 
 
 @graded("causal_attention: works for one token and for a full context_length", weight=1)
 def test_lengths(student):
     params = qkv_params(D_IN, D_OUT, seed=11)
-    module = build(student, params=params)
+    probes = prober(student, "CausalAttention", DIMS)
+    with named_crashes(probes):
+        module = build(student, params=params)
     check_lengths(module, (1, CONTEXT), lambda x: linear_attention(x, params, causal=True),
                   lambda n: randn(2, n, D_IN, seed=12 + n), "CausalAttention outputs", student.device,
-                  lambda x: suspects(lambda faults: linear_attention(x, params, True, faults), FAULTS))
+                  lambda x: suspects(lambda faults: linear_attention(x, params, True, faults), FAULTS), probes)
+

@@ -2,14 +2,21 @@
 
 import torch
 from .oracle import linear_attention, linear_params, multihead, qkv_params, randn, suspects
-from .probes import (check_batch_independent, check_causal, check_lengths, check_module_dropout, dropout_hits_weights,
-                    ones_value_params, probe_params, probe_weights, weights_from_output)
+from .probes import batch_mixed, causal_leak, check_lengths, check_module_dropout, probe_params, prober, read_weights
 
-from grader.check.testing import Failure, expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded
+from grader.check.causes import observation
+from grader.check.signatures import Dims
+from grader.check.testing import (expect_close, expect_future_hidden, expect_rows_sum_to_one, fail, graded,
+                                  named_crashes)
 
 B, N, CONTEXT, D_IN, D_OUT, HEADS = 3, 5, 7, 6, 8, 2  # head_dim = 4
-FAULTS = ("split_no_transpose", "merge_no_transpose", "no_out_proj", "scale_d_out", "scale_d_in", "softmax_dim",
-          "softmax_batch", "no_scale", "scale_after", "zero_fill", "no_mask", "mask_past", "scores_kq")
+FAULTS = ("split_no_transpose", "merge_no_transpose", "no_out_proj", "scale_d_out", "scale_d_in", "scale_num_heads",
+          "scale_num_tokens", "scale_multiplied", "softmax_dim", "softmax_batch", "softmax_heads", "no_scale",
+          "scale_dk", "scale_after", "zero_fill", "no_mask", "mask_past", "mask_past_diagonal", "mask_hides_diagonal",
+          "mask_off_by_one", "scores_kq", "out_proj_activation")
+# The probes' sizes: head_dim 5 >= 4 tokens (the value trick), and every wrong scale differs:
+# sqrt(5), 1, 5, sqrt(7) (d_in), sqrt(10) (d_out), sqrt(2) (heads), sqrt(4) (tokens).
+DIMS = Dims(d_in=7, d_out=10, n=4, heads=2, context=6, batch=3)
 
 
 def mha_params(seed, bias=False, d_in=D_IN, d_out=D_OUT):
@@ -23,12 +30,17 @@ def build(student, d_in=D_IN, d_out=D_OUT, heads=HEADS, dropout=0.0, qkv_bias=Fa
                          weights=params)
 
 
+def probes_of(student):
+    return prober(student, "MultiHeadAttention", DIMS)
+
+
 def check_against_reference(student, x, params, qkv_bias, what, heads=HEADS, d_out=D_OUT):
-    module = build(student, d_out=d_out, heads=heads, dropout=0.3, qkv_bias=qkv_bias, params=params)
-    expect_close(module.forward(x, train=False), multihead(x, params, heads), what, device=student.device,
-                 advice="check the split (view to (b, n, heads, head_dim), then transpose(1, 2)), the scaling by "
-                        "sqrt(head_dim), the merge (transpose back, then view) and out_proj",
-                 suspects=suspects(lambda faults: multihead(x, params, heads, faults), FAULTS))
+    probes = probes_of(student)
+    with named_crashes(probes):
+        out = build(student, d_out=d_out, heads=heads, dropout=0.3, qkv_bias=qkv_bias, params=params).forward(
+            x, train=False)
+    expect_close(out, multihead(x, params, heads), what, device=student.device,
+                 suspects=suspects(lambda faults: multihead(x, params, heads, faults), FAULTS), probes=probes)
 
 
 @graded("multihead_attention: with injected weights the output matches the reference (eval mode)", weight=4)
@@ -48,52 +60,48 @@ def test_matches_wrapper(student):
     combined = {f"{role}.weight": torch.cat([params[f"{role}.weight"] for params in heads], dim=0)
                 for role in ("W_query", "W_key", "W_value")}
     combined.update({"out_proj.weight": torch.eye(D_OUT), "out_proj.bias": torch.zeros(D_OUT)})
-    module = build(student, params=combined)
-    expect_close(module.forward(x), wrapper, "MultiHeadAttention outputs with the heads' weights stacked",
-                 device=student.device,
-                 advice="head h must use rows h*head_dim:(h+1)*head_dim of each projection, exactly like the "
-                        "h-th CausalAttention of the wrapper")
+    probes = probes_of(student)
+    with named_crashes(probes):
+        out = build(student, params=combined).forward(x)
+    expect_close(out, wrapper, "MultiHeadAttention outputs with the heads' weights stacked", device=student.device,
+                 probes=probes)
 
 
 @graded("multihead_attention: each head's attention weights sum to one per row and hide the future", weight=2)
 def test_weights_through_values(student):
     d_out, heads = 12, 2  # head_dim 6 >= N tokens, so every head's weights can be read off
-    params = probe_params(D_IN, d_out, N, heads=heads, out_proj=True)
-    module = build(student, d_out=d_out, heads=heads, qkv_bias=True)
-    out, _ = probe_weights(module, params, B, N, D_IN, d_out, heads=heads)
-    weights = weights_from_output(expect_tensor(out, "MultiHeadAttention output", shape=(B, N, d_out)), N, heads)
+    probes = probes_of(student)
+    with named_crashes(probes):
+        weights = read_weights(build(student, d_out=d_out, heads=heads, qkv_bias=True),
+                               probe_params(D_IN, d_out, N, heads=heads, out_proj=True), B, N, D_IN, heads)
     what = "the attention weights of every head (read through one-hot values)"
-    expect_future_hidden(weights, what, student.device)
-    expect_rows_sum_to_one(weights, what, student.device, causal=True)
+    expect_future_hidden(weights, what, student.device, observations=probes())
+    expect_rows_sum_to_one(weights, what, student.device, causal=True, observations=probes())
 
 
 @graded("multihead_attention: changing future tokens does not change earlier outputs", weight=2)
 def test_causality(student):
-    module = build(student, params=mha_params(5))
-    check_causal(module, randn(B, N, D_IN, seed=6), "MultiHeadAttention output", student.device,
-                 "mask the scores above the diagonal in every head, and make sure the split into heads keeps "
-                 "tokens apart")
+    probes = probes_of(student)
+    with named_crashes(probes):
+        leak = causal_leak(build(student, params=mha_params(5)), randn(B, N, D_IN, seed=6), student.device)
+    if leak is not None:
+        fail(f"changing tokens {leak + 1}.. changed the output of token {leak} or earlier: information leaks "
+             "from the future", [observation("causality", "leak")] + probes())
 
 
 @graded("multihead_attention: each sequence in a batch is processed independently", weight=1)
 def test_batch_independence(student):
-    module = build(student, params=mha_params(8))
-    check_batch_independent(module, randn(B, N, D_IN, seed=9), "MultiHeadAttention output", student.device,
-                            "the batch axis is mixed with the others (view/reshape with the batch size first)")
+    probes = probes_of(student)
+    with named_crashes(probes):
+        mixed = batch_mixed(build(student, params=mha_params(8)), randn(B, N, D_IN, seed=9), student.device)
+    if mixed:
+        fail("changing sequence 1 of the batch changed the outputs of the other sequences",
+             [observation("batch", "mixed")] + probes())
 
 
 @graded("multihead_attention: eval mode is deterministic; training applies dropout to the weights", weight=1)
 def test_dropout(student):
-    p, d_out, heads = 0.3, 12, 2
-    module = build(student, d_out=d_out, heads=heads, dropout=p, qkv_bias=True)
-    check_module_dropout(module, probe_params(D_IN, d_out, N, heads=heads, out_proj=True), p, batch=64, n=N,
-                         d_in=D_IN, heads=heads, seed=3, rate_tolerance=0.06, what="MultiHeadAttention")
-    module.load(ones_value_params(D_IN, d_out, out_proj=True))
-    out = expect_tensor(module.forward(randn(4, N, D_IN, seed=6), train=True, seed=7), "MultiHeadAttention output")
-    if not dropout_hits_weights(out, heads):
-        raise Failure("in training mode, dropout seems to act on the context vectors or the output, not on the "
-                      "attention weights: apply self.dropout to attn_weights, before attn_weights @ values",
-                      cause="dropout_on_context")
+    check_module_dropout(student, "MultiHeadAttention", DIMS)
 
 
 @graded("multihead_attention: qkv_bias and the out_proj bias are used", weight=1)
@@ -105,7 +113,9 @@ def test_biases(student):
 @graded("multihead_attention: works for one token and for a full context_length", weight=1)
 def test_lengths(student):
     params = mha_params(13)
-    module = build(student, params=params)
+    probes = probes_of(student)
+    with named_crashes(probes):
+        module = build(student, params=params)
     check_lengths(module, (1, CONTEXT), lambda x: multihead(x, params, HEADS),
                   lambda n: randn(2, n, D_IN, seed=14 + n), "MultiHeadAttention outputs", student.device,
-                  lambda x: suspects(lambda faults: multihead(x, params, HEADS, faults), FAULTS))
+                  lambda x: suspects(lambda faults: multihead(x, params, HEADS, faults), FAULTS), probes)

@@ -3,7 +3,8 @@
 from .oracle import randn
 from .probes import ROLES, check_draws
 
-from grader.check.testing import expect_close, graded
+from grader.check.signatures import projection_observation
+from grader.check.testing import expect_close, graded, named_crashes
 
 
 @graded("projection: init_qkv_weights draws W_query, W_key, W_value in that order with torch.rand", weight=2)
@@ -14,18 +15,14 @@ def test_init_draw_order(student):
 
 
 def check_project(student, x, weights):
-    result = student.call("project", x, *weights)
+    with named_crashes():
+        result = student.call("project", x, *weights)
     assert isinstance(result, tuple) and len(result) == 3, "project should return (queries, keys, values)"
     expected = [x.double() @ W.double() for W in weights]
-    square = all(W.shape[0] == W.shape[1] for W in weights)
-    for index, (name, got, want) in enumerate(zip(("queries", "keys", "values"), result, expected)):
-        # What the usual slips give: another role's weights, or W.T (possible only for square weights).
-        others = [("qk_swapped" if {index, other} == {0, 1} else "projection_mixup", expected[other])
-                  for other in range(3) if other != index]
-        if square:
-            others.append(("weight_transposed", x.double() @ weights[index].double().T))
+    seen = [projection_observation(result, x, weights)]
+    for name, got, want in zip(("queries", "keys", "values"), result, expected):
         expect_close(got, want, f"{name} for x of shape {tuple(x.shape)}", device=student.device,
-                     advice="each projection is x @ W (x on the left; W has shape (d_in, d_out))", suspects=others)
+                     probes=lambda: seen)
 
 
 @graded("projection: project matches x @ W for batched and single sequences", weight=3)

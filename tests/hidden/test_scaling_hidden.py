@@ -4,49 +4,63 @@ import math
 
 import torch
 from .oracle import linear_attention, linear_params, randn, self_attention, suspects, weights_of
-from .probes import check_draws
+from .probes import check_draws, module_observations
 
-from grader.check.testing import Failure, expect_close, expect_tensor, graded, scalar
+from grader.check.causes import observation
+from grader.check.signatures import Dims, rows_outcome, scale_table, temperature_outcome
+from grader.check.testing import Failure, expect_close, expect_tensor, graded, named_crashes, scalar
 
-WEIGHT_FAULTS = ("softmax_dim", "softmax_batch", "no_scale", "scale_dk", "scale_after")
-MODULE_FAULTS = WEIGHT_FAULTS + ("scores_kq", "scale_d_in")
+WEIGHT_FAULTS = ("softmax_dim", "softmax_batch", "no_scale", "scale_dk", "scale_after", "scale_multiplied")
+MODULE_FAULTS = WEIGHT_FAULTS + ("scores_kq", "scale_d_in", "scale_num_tokens")
 UNIFORM_PRODUCT_VARIANCE = 1 / 9 - 1 / 16  # Var(q_i k_i) for q_i, k_i uniform in [0, 1)
+MODULE_DIMS = Dims(d_in=6, d_out=5, n=4)  # every wrong scale differs: sqrt(5), 1, 5, sqrt(6), sqrt(4)
 
 
 @graded("scaling: attention_scores match queries @ keys^T, batched", weight=2)
 def test_scores(student):
     for shape in ((5, 3), (2, 5, 3)):
         queries, keys = randn(*shape, seed=1), randn(*shape, seed=2)
-        got = student.call("attention_scores", queries, keys)
+        with named_crashes():
+            got = student.call("attention_scores", queries, keys)
         n = shape[-2]
         got = expect_tensor(got, f"attention scores for inputs of shape {shape}", shape=shape[:-1] + (n,))
         expected = queries.double() @ keys.double().transpose(-2, -1)
         expect_close(got, expected, f"attention scores for inputs of shape {shape}", device=student.device,
-                     advice="entry [i, j] is query i · key j; for batches transpose the last two axes "
-                            "(keys.transpose(-2, -1)), not keys.T",
                      suspects={"scores_kq": expected.transpose(-2, -1)})
+
+
+def weight_probes(got, scores, d_k):
+    """Rows and softmax temperature of weights returned for known scores."""
+    def probes():
+        found = [observation("rows", rows_outcome(got))]
+        temperature = temperature_outcome(got, scores, scale_table(d_k))
+        return found + ([observation("temperature", temperature)] if temperature else [])
+
+    return probes
 
 
 @graded("scaling: scaled_attention_weights = softmax(scores / sqrt(d_k)) along each row", weight=2)
 def test_scaled_weights(student):
     for shape, d_k in (((5, 5), 9), ((3, 4, 4), 16)):
         scores = randn(*shape, seed=3, scale=3.0)
-        got = student.call("scaled_attention_weights", scores, d_k)
+        with named_crashes():
+            got = student.call("scaled_attention_weights", scores, d_k)
         expected = weights_of(scores, d_k, causal=False)
         expect_close(got, expected, f"attention weights for scores of shape {shape} and d_k={d_k}",
                      device=student.device, picture="full",
                      suspects=suspects(lambda faults: weights_of(scores, d_k, causal=False, faults=faults),
-                                       WEIGHT_FAULTS))
+                                       WEIGHT_FAULTS),
+                     probes=weight_probes(got, scores, d_k))
 
 
 @graded("scaling: context_vectors are the weighted sums of the values, batched", weight=1)
 def test_context(student):
     weights = torch.softmax(randn(2, 5, 5, seed=4), dim=-1)
     values = randn(2, 5, 3, seed=5)
-    got = student.call("context_vectors", weights, values)
+    with named_crashes():
+        got = student.call("context_vectors", weights, values)
     expected = weights.double() @ values.double()
     expect_close(got, expected, "context vectors", device=student.device,
-                 advice="context vector i is sum_j weights[i, j] * values[j], i.e. weights @ values",
                  suspects={"context_transposed": weights.double().transpose(-2, -1) @ values.double()})
 
 
@@ -59,16 +73,15 @@ def test_variance(student):
         after = scalar(result[1], "variance_after")
         if not 0.75 * dim < before < 1.3 * dim:
             uniform = abs(before / dim - UNIFORM_PRODUCT_VARIANCE) < 0.3 * UNIFORM_PRODUCT_VARIANCE
-            raise Failure(f"for dim={dim} the variance of q·k should be close to {dim}, yours is {before:.4g}; "
-                          + ("that is the variance for uniform q and k: draw them with torch.randn" if uniform
-                             else "q and k are standard-normal vectors of length dim"),
-                          cause="variance_uniform" if uniform else None)
+            raise Failure(f"for dim={dim} the variance of q·k should be close to {dim}, yours is {before:.4g}"
+                          + ("; that is the variance for uniform q and k: draw them with torch.randn" if uniform
+                             else ""), cause="variance_uniform" if uniform else None)
         if not math.isclose(after * dim, before, rel_tol=1e-3):
             cause = ("variance_over_dim" if math.isclose(after * dim * dim, before, rel_tol=1e-3) else
                      "variance_not_recomputed" if math.isclose(after * math.sqrt(dim), before, rel_tol=1e-3)
                      else None)
             raise Failure(f"for dim={dim}, variance_after * dim = {after * dim:.4g} but variance_before = "
-                          f"{before:.4g}; divide each dot product by sqrt(dim), which divides the variance by dim",
+                          f"{before:.4g}; dividing each dot product by sqrt(dim) divides the variance by dim",
                           cause=cause)
     first = student.call("dot_product_variance", 8, num_trials=500, seed=11)
     again = student.call("dot_product_variance", 8, num_trials=500, seed=11)
@@ -80,33 +93,51 @@ def test_variance(student):
 @graded("scaling: SelfAttention_v1 creates W_query, W_key, W_value in that order with torch.rand", weight=1)
 def test_v1_draws(student):
     d_in, d_out = 4, 3
-    state = student.build("SelfAttention_v1", d_in, d_out, seed=5).state()
+    with named_crashes():
+        state = student.build("SelfAttention_v1", d_in, d_out, seed=5).state()
     check_draws(state, d_in, d_out, seed=5, what="SelfAttention_v1.")
+
+
+def module_probes(student, name):
+    found = []
+
+    def probes():
+        if not found:
+            found.append(module_observations(student, name, MODULE_DIMS, causal=False))
+        return found[0]
+
+    return probes
 
 
 @graded("scaling: SelfAttention_v1 with injected weights matches the reference", weight=1)
 def test_v1_injected(student):
     d_in, d_out, n = 5, 3, 4
     params = {role: randn(d_in, d_out, seed=seed) for role, seed in (("W_query", 1), ("W_key", 2), ("W_value", 3))}
-    module = student.build("SelfAttention_v1", d_in, d_out, seed=0, weights=params)
+    probes = module_probes(student, "SelfAttention_v1")
     x = randn(n, d_in, seed=4)
+    with named_crashes(probes):
+        module = student.build("SelfAttention_v1", d_in, d_out, seed=0, weights=params)
+        out = module.forward(x)
     expected = self_attention(x, params["W_query"], params["W_key"], params["W_value"])
-    expect_close(module.forward(x), expected, "SelfAttention_v1 outputs", device=student.device,
+    expect_close(out, expected, "SelfAttention_v1 outputs", device=student.device,
                  suspects=suspects(lambda faults: self_attention(x, *params.values(), faults=faults),
-                                   MODULE_FAULTS))
+                                   MODULE_FAULTS + ("no_projection",)), probes=probes)
 
 
 @graded("scaling: SelfAttention_v2 with injected weights and qkv_bias matches the reference", weight=2)
 def test_v2_injected(student):
     d_in, d_out, n = 5, 3, 4
     x = randn(n, d_in, seed=4)
+    probes = module_probes(student, "SelfAttention_v2")
     for bias in (False, True):
         params = {}
         for offset, role in enumerate(("W_query", "W_key", "W_value")):
             params.update(linear_params(role, d_in, d_out, seed=10 * offset + 1, bias=bias))
-        module = student.build("SelfAttention_v2", d_in, d_out, qkv_bias=bias, seed=0, weights=params)
+        with named_crashes(probes):
+            module = student.build("SelfAttention_v2", d_in, d_out, qkv_bias=bias, seed=0, weights=params)
+            out = module.forward(x)
         expected = linear_attention(x, params, causal=False)
         what = f"SelfAttention_v2 outputs (qkv_bias={bias})"
-        expect_close(module.forward(x), expected, what, device=student.device,
-                     suspects=suspects(lambda faults: linear_attention(x, params, False, faults),
-                                       MODULE_FAULTS))
+        expect_close(out, expected, what, device=student.device,
+                     suspects=suspects(lambda faults: linear_attention(x, params, False, faults), MODULE_FAULTS),
+                     probes=probes)

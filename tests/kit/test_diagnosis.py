@@ -91,3 +91,47 @@ def test_limits_are_recognised(error, kind):
     result = SubmissionResult("s", "", tests=[verdict])
     again = parse_results_text(results_text(result, {"projection": 1.0}), "s")
     assert again.tests[0].limit == kind
+
+
+# -- the fault model's rule ---------------------------------------------------------------------------------------
+from grader.check.causes import name_cause, observation  # noqa: E402
+
+
+def test_a_cause_is_named_only_when_exactly_one_known_fault_matches_every_probe():
+    scale = observation("temperature", "d_k")
+    assert name_cause([observation("rows", "ok"), scale]) == "scale_dk"
+    # Two faults supported, neither contradicted: no cause.
+    assert name_cause([observation("pattern", "none")]) is None  # no_mask or zero_fill
+    # A probe that finds the property right rules out the faults that would break it.
+    assert name_cause([observation("pattern", "none"), observation("future_scores", "leak")]) == "no_mask"
+    assert name_cause([observation("pattern", "none"), observation("future_scores", "ok")]) == "zero_fill"
+    # A signature match contradicts the other faults the same probe modelled.
+    matched = observation("signature", matched=["scale_after"], modelled=["scale_after", "no_scale"])
+    assert name_cause([matched, observation("temperature", "one")]) == "scale_after"
+    # An outcome no known fault gives: nothing to name.
+    assert name_cause([observation("temperature", "other")]) is None
+    assert name_cause([]) is None
+
+
+def test_a_crash_pattern_decides_only_when_nothing_else_does():
+    crash = observation("crash", "mask_not_sliced")
+    assert name_cause([crash]) == "mask_not_sliced"
+    assert name_cause([crash, observation("rows", "axis")]) == "softmax_dim"
+    assert name_cause([crash, observation("lengths", "ok")]) is None  # the probe rules the crash's reading out
+
+
+def test_the_diagnose_report_runs_on_a_sample_of_each_split():
+    """`make diagnose-report` grades the whole catalogue (minutes); here a sample of each part."""
+    import io
+
+    from grader.faults.measure import main
+    from grader.faults.split import HELD_OUT
+
+    held_out = sorted(HELD_OUT)[0]
+    sample = ["masking_fill_zero", "dropout_no_rescale", held_out, "mha_scales_by_num_heads", "scaling_math_sqrt"]
+    stream = io.StringIO()
+    main(["--only", *sample], stream)
+    text = stream.getvalue()
+    for line in ("tuning: 2 faults | caught 2/2", "held-out: 1 faults | caught", "development: 1 faults",
+                 "correct variants with a cause: 0 of 1"):
+        assert line in text, text

@@ -115,7 +115,7 @@ def test_sample_class_report(tmp_path):
     done = subprocess.run([sys.executable, "-m", "grader", "grade", "--out", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert "cohort: 12 submissions" in done.stdout and "mistakes recognised" in done.stdout
+    assert "cohort: 12 submissions" in done.stdout and "mistake(s) recognised" in done.stdout
     assert sorted(path.stem for path in (out / "feedback").glob("*.html")) == sorted(
         path.stem for path in (out / "results").glob("*.json"))
     charts = {path.name: path for path in (out / "report").glob("*.*")}

@@ -28,9 +28,7 @@ from grader.faults.bugs import BUGS
 
 from grader.judging import results_json as results_io
 from grader.check import wire
-from grader.check.runner import run_test
 from grader.judging.judge import Options, grade_submission
-from grader.check.student import in_process
 from grader.paths import ROOT
 
 BUGS_BY_ID = {bug.id: bug for bug in BUGS}
@@ -514,20 +512,30 @@ def test_lying_tensor_arrives_as_plain_numbers(graded):
 
 
 @pytest.mark.parametrize("attack", ["steal_from_frames", "steal_from_gc"])
-def test_stealing_expected_tensors_works_only_where_the_judge_is(attack, graded, suite, base, tmp_path):
-    """In one process (a student's own `make check`) the attack finds the judge's expected
-    tensors; in the sandbox there are none to find, and the score is the base's."""
-    causal_tests = [test for test in suite if test.step == "causal_attention"]
+def test_stealing_expected_tensors_works_only_where_the_judge_is(attack, graded, clean, base, tmp_path):
+    """Where the judge's expected tensor lives in the process that runs the student's code (one
+    interpreter), the attack finds it and returns it; in the sandbox there is none to find, and the
+    score is the base's."""
+    from grader.check.loader import load_definitions
 
-    def passed_in_process(source):
-        path = tmp_path / f"{attack}_{len(source)}.py"
+    def loaded(source, name):
+        path = tmp_path / f"{name}.py"
         path.write_text(source)
-        student, _ = in_process(path)
-        return sum(run_test(test, student)[0] for test in causal_tests)
+        return load_definitions(path).module
 
-    assert passed_in_process(ATTACKS[attack](base)) > passed_in_process(base), (
-        "the attack found nothing even in one process: no hidden check holds its expected tensor while the "
-        "student's code runs, so this test no longer exercises anything; point the attack at a step that does")
+    reference, attacked = loaded(clean, "reference"), loaded(ATTACKS[attack](base), "attacked")
+    torch.manual_seed(0)
+    x = torch.rand(2, 5, 3)
+    torch.manual_seed(1)
+    theirs = attacked.CausalAttention(3, 4, 6, 0.0).eval()
+    ours = reference.CausalAttention(3, 4, 6, 0.0).eval()
+    ours.load_state_dict(theirs.state_dict())
+    with torch.no_grad():
+        expected = ours.double()(x.double())  # what an in-process judge would hold while the student's code runs
+        honest = super(attacked.CausalAttention, theirs).forward(x)
+        stolen = theirs(x)
+    assert not torch.allclose(honest, expected.float(), atol=1e-4), "the base must be wrong here for the test to mean anything"
+    assert torch.allclose(stolen, expected.float(), atol=1e-6), "the attack no longer finds an expected tensor even in one process"
     assert scores_by_test(graded[f"hostile_{attack}"]) == scores_by_test(graded["hostile_base"])
 
 
@@ -562,10 +570,11 @@ import os as _os
 from pathlib import Path as _Path
 
 _FORGED = _json.dumps({"score": 100.0, "output": "forged", "tests": []})
+_KNOWN_FOLDERS = @FOLDERS@  # the results folder and a shared one, as if read from the judge's command line
 
 
 def _forge():
-    folders = {_Path.cwd(), _Path(__file__).resolve().parent}
+    folders = {_Path.cwd(), _Path(__file__).resolve().parent} | {_Path(folder) for folder in _KNOWN_FOLDERS}
     folders |= {_Path(value) for name, value in _os.environ.items() if name.endswith("_DIR") and _os.path.isdir(value)}
     for folder in folders:
         targets = [folder / "results.json", folder / "grades.csv"]
@@ -582,6 +591,11 @@ def _forge():
 
 
 _forged_at_load = _forge()
+
+
+class _ForgedAtLoad:  # a class body runs at load time; its error shows the forger ran
+    _forge()
+    raise RuntimeError("the forger ran")
 """
 
 
@@ -593,7 +607,7 @@ def test_forged_results_files_change_no_real_output(base, graded, tmp_path, shar
     roster.mkdir()
     work.mkdir()
     (roster / "alice.py").write_text(base)
-    forger = base + FORGER
+    forger = base + FORGER.replace("@FOLDERS@", repr([str(out), str(shared)]))
     for function in ("init_qkv_weights", "attention_scores", "causal_mask", "attention_dropout"):
         forger = at_start_of(forger, function, "_forge()")
     (roster / "zed.py").write_text(forger)
@@ -602,9 +616,12 @@ def test_forged_results_files_change_no_real_output(base, graded, tmp_path, shar
     done = subprocess.run([sys.executable, "-m", "grader", "grade", str(roster), "--out", str(out), "--jobs", "1"],
                           cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    # The forger ran (it opened the file) but could write nothing: workers have a zero file-size limit.
-    assert (shared / "results.json").exists(), "the forger never ran"
-    assert not (shared / "results.json").read_text().startswith('{"score": 100.0')
+    # The forger ran but could write nothing: workers have a zero file-size limit, and a sealed worker
+    # does not even see the folders.
+    zed = json.loads((out / "results" / "zed.json").read_text())
+    assert any("the forger ran" in problem for problem in zed["extra_data"]["problems"]), "the forger never ran"
+    assert not (shared / "results.json").exists() or not (shared / "results.json").read_text().startswith(
+        '{"score": 100.0')
     honest = scores_by_test(graded["hostile_base"])
     for name in ("alice", "zed"):
         data = json.loads((out / "results" / f"{name}.json").read_text())

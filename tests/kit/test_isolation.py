@@ -1,14 +1,17 @@
 """Student processes cannot outlive their verdict, read the secrets, or write the results.
 
 These run the real sandbox: with a uid of the worker's own (as when the grader
-runs as root, e.g. on Gradescope) and without (a laptop), where the subreaper
-and fork-server nets must catch what escaped the process group.
+runs as root, e.g. on Gradescope) and without (a laptop), where the PID namespace
+(or, without namespaces, the subreaper and fork-server nets) must catch what
+escaped the process group.
 """
 
 import os
 import shutil
 import tempfile
+import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -23,17 +26,19 @@ ISOLATION = [pytest.param(False, id="same-uid")] + (
     [pytest.param(True, id="own-uid")] if processes.running_as_root() else [])
 
 # Spawned from inside a graded step: a grandchild that leaves the process group and
-# the session (double fork + setsid), then keeps touching a heartbeat file and
-# tries to overwrite the results file once grading is over.
+# the session (double fork + setsid), names itself (so that the test can see it from
+# outside, where a sealed worker cannot write), then keeps touching a heartbeat file
+# and tries to overwrite the results file once grading is over.
 ESCAPE = '''
 
 def _escape(heartbeat, target):
-    import os, time
+    import ctypes, os, time
     if os.fork():
         return
     os.setsid()
     if os.fork():
         os._exit(0)
+    ctypes.CDLL(None).prctl(15, NAME.encode(), 0, 0, 0)  # PR_SET_NAME
     for _ in range(100):
         try:
             open(heartbeat, "w").write(str(time.time()))
@@ -59,6 +64,31 @@ def heartbeat_age(path):
     return time.time() - path.stat().st_mtime if path.exists() else None
 
 
+def named(name):
+    """Pids of the processes that call themselves `name` (their comm)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and open(f"/proc/{entry}/comm").read().strip() == name:
+                found.append(int(entry))
+        except OSError:
+            pass
+    return found
+
+
+class Watch(threading.Thread):
+    """Records whether a process called `name` ever ran while the watch was on."""
+
+    def __init__(self, name):
+        super().__init__(daemon=True)
+        self.name, self.seen, self.done = name, False, threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            self.seen = self.seen or bool(named(self.name))
+            self.done.wait(0.02)
+
+
 @pytest.mark.parametrize("isolate_user", ISOLATION)
 def test_detached_processes_die_before_the_verdict(tmp_path, suite, clean, isolate_user):
     # Outside pytest's private tmp folder, open to all: an own-uid worker could write here if it were still alive.
@@ -67,15 +97,25 @@ def test_detached_processes_die_before_the_verdict(tmp_path, suite, clean, isola
     heartbeat, target = shared / "heartbeat", shared / "results.json"
     target.write_text("genuine")
     target.chmod(0o666)
-    source = f"HEARTBEAT = {str(heartbeat)!r}\nTARGET = {str(target)!r}\n" + clean + ESCAPE
+    name = f"esc{uuid.uuid4().hex[:12]}"
+    source = (f"HEARTBEAT = {str(heartbeat)!r}\nTARGET = {str(target)!r}\nNAME = {name!r}\n" + clean
+              + ESCAPE)
     path = tmp_path / "attention.py"
     path.write_text(source)
     projection_tests = [test for test in suite if test.step == "projection"]
-    result = grade_submission(path, "escape", projection_tests, Options(isolate_user=isolate_user))
+    watch = Watch(name)
+    watch.start()
+    try:
+        result = grade_submission(path, "escape", projection_tests, Options(isolate_user=isolate_user))
+    finally:
+        watch.done.set()
+        watch.join()
     assert result.score == sum(test.points for test in projection_tests)  # the attack changes nothing
-    assert heartbeat.exists(), "the escape never ran: this test checks nothing"
+    assert watch.seen, "the escape never ran: this test checks nothing"
     time.sleep(1.0)
-    assert heartbeat_age(heartbeat) > 0.8, "a process started by the student's code outlived grading"
+    assert not named(name), "a process started by the student's code outlived grading"
+    assert heartbeat_age(heartbeat) is None or heartbeat_age(heartbeat) > 0.8, (
+        "a process started by the student's code outlived grading")
     time.sleep(5.0)
     assert target.read_text() == "genuine"
     shutil.rmtree(shared)

@@ -58,3 +58,16 @@ def test_grading_and_the_report_agree_on_the_new_points(kit_copy, tmp_path):
     assert data["extra_data"]["max_steps"][STEP] == NEW_POINTS and data["score"] == new_total
     report = (out / "report.html").read_text(encoding="utf-8")
     assert f"(out of {new_total:g})" in report
+
+
+def test_every_tests_points_are_whole_hundredths():
+    """A step's weights share out its points exactly: every score a student can get is written in
+    whole hundredths in grades.csv and the LMS files (10 points over weights summing to 12 would not be)."""
+    from grader.check.suite import discover, max_points
+
+    for test in discover():
+        assert abs(test.points * 100 - round(test.points * 100)) < 1e-9, (
+            f"{test.name!r} is worth {test.points!r} points: make its step's weights share out "
+            f"{BY_KEY[test.step].points} points in hundredths")
+    for key, total in max_points(discover()).items():
+        assert abs(total - BY_KEY[key].points) < 1e-9, key

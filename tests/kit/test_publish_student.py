@@ -1,20 +1,22 @@
-"""The student release (dist/student, dist/student.zip): Otter self-checks that work, nothing secret."""
+"""The student download (dist/student.zip) and the answer key (dist/solutions/): one release, nothing secret.
+
+The release is student_template/ as `make student` writes it; its notebook carries the checker's
+cells (a setup cell, a `check("<step>")` cell after each step), which need neither Otter nor
+nbgrader and which the grader's loader skips. Running it (with Otter installed and without) and
+checking it in a terminal: tests/kit/test_release.py. Otter's autograder grading this notebook:
+tests/kit/test_otter.py.
+"""
 
 import importlib.util
 import json
-import shutil
 import zipfile
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
-from otter.nbmeta_config import NBMetadataConfig
-from otter.test_files import create_test_file
 
-from grader.build.exercises import code_sections, notebook
-from grader.check.loader import load_definitions
-from grader.build.release import with_checks
+from grader.build.exercises import generated_files
+from grader.build.release import TOP_FOLDER
 from grader.chapter import STEP_KEYS
+from grader.check.loader import load_definitions
 from grader.paths import ROOT
 
 pytestmark = pytest.mark.kit
@@ -26,12 +28,9 @@ _spec.loader.exec_module(generated_checks)
 
 
 def release_texts(dist):
-    """{where: text} of every file of dist/student/ and every member of dist/student.zip."""
-    root = dist / "student"
-    texts = {str(path.relative_to(dist)): path.read_text() for path in root.rglob("*") if path.is_file()}
+    """{where: text} of every member of dist/student.zip."""
     with zipfile.ZipFile(dist / "student.zip") as archive:
-        texts.update({f"student.zip:{name}": archive.read(name).decode() for name in archive.namelist()})
-    return texts
+        return {f"student.zip:{name}": archive.read(name).decode() for name in archive.namelist()}
 
 
 def hidden_lines():
@@ -41,18 +40,27 @@ def hidden_lines():
     return {line for line in lines if line not in public and "import" not in line}
 
 
-def test_release_layout_and_zip(otter_dist):
-    root = otter_dist / "student"
-    files = {str(path.relative_to(root)) for path in root.rglob("*") if path.is_file()}
-    assert {"README.md", "check.py", "requirements.txt", "exercises/attention.ipynb",
-            "exercises/attention.py", "grader/check/console.py", "grader/integrations/incell.py"} <= files
-    assert {f"tests/{key}.py" for key in STEP_KEYS} <= files
-    assert {f"tests/public/{path.name}" for path in (ROOT / "tests" / "public").glob("*.py")} <= files
+def test_the_zip_is_student_template_and_the_only_student_download(otter_dist):
+    template = {name.removeprefix("student_template/"): text for name, text in generated_files().items()
+                if name.startswith("student_template/")}
     with zipfile.ZipFile(otter_dist / "student.zip") as archive:
-        assert {name.removeprefix("student/") for name in archive.namelist()} == files
-        assert all(archive.read(f"student/{name}") == (root / name).read_bytes() for name in files)
-    assert "otter-grader==7.0.0" in (root / "requirements.txt").read_text().splitlines()
-    assert 'grader.check("<step>")' in (root / "README.md").read_text()
+        members = {name.removeprefix(f"{TOP_FOLDER}/"): archive.read(name).decode() for name in archive.namelist()}
+        assert all(name.startswith(f"{TOP_FOLDER}/") for name in archive.namelist())
+    assert members == template
+    assert {"README.md", "check.py", "requirements.txt", "exercises/attention.ipynb", "exercises/attention.py",
+            "grader/check/console.py", "grader/check/notebook.py"} <= set(members)
+    assert {f"tests/public/{path.name}" for path in (ROOT / "tests" / "public").glob("*.py")} <= set(members)
+    assert not (otter_dist / "student").exists()  # no second, different release beside the zip
+    assert 'check("<step>")' in members["README.md"]
+
+
+def test_the_answer_key_lies_where_the_release_has_the_exercises(otter_dist):
+    key = {str(path.relative_to(otter_dist / "solutions")) for path in (otter_dist / "solutions").rglob("*")
+           if path.is_file()}
+    assert key == {"exercises/attention.py", "exercises/attention.ipynb"}
+    release = json.loads((otter_dist / "solutions" / "exercises" / "attention.ipynb").read_text())
+    stub = json.loads(generated_files()["student_template/exercises/attention.ipynb"])
+    assert [cell["id"] for cell in release["cells"]] == [cell["id"] for cell in stub["cells"]]
 
 
 def test_release_has_no_solution_code_and_no_hidden_test(otter_dist, suite):
@@ -71,59 +79,36 @@ def test_release_has_no_solution_code_and_no_hidden_test(otter_dist, suite):
         assert not leaked, f"{where} names hidden tests: {leaked[:2]}"
 
 
-def test_notebook_checks_each_step_after_its_code(otter_dist):
-    cells = json.loads((otter_dist / "student" / "exercises" / "attention.ipynb").read_text())["cells"]
+def release_notebook(dist):
+    with zipfile.ZipFile(dist / "student.zip") as archive:
+        return json.loads(archive.read(f"{TOP_FOLDER}/exercises/attention.ipynb"))
+
+
+def test_notebook_sets_up_the_checker_first_and_checks_each_step_after_its_code(otter_dist):
+    cells = release_notebook(otter_dist)["cells"]
     ids = [cell["id"] for cell in cells]
-    assert ids[ids.index("setup-code") + 1] == "otter-setup"
+    code = [cell["id"] for cell in cells if cell["cell_type"] == "code"]
+    assert code[0] == "checker-setup" and ids[ids.index("checker-setup") + 1] == "setup-code"
     for key in STEP_KEYS:
         check = cells[ids.index(f"{key}-code") + 1]
-        assert check["id"] == f"{key}-check" and "".join(check["source"]) == f'grader.check("{key}")'
-    assert len(set(ids)) == len(ids)
+        assert check["id"] == f"{key}-check" and "".join(check["source"]) == f'check("{key}")'
+    assert ids[-1] == "how-to-submit" and len(set(ids)) == len(ids)
 
 
-def test_release_otter_tests_are_the_public_tests(otter_dist, suite):
-    for key in STEP_KEYS:
-        test_file = create_test_file(str(otter_dist / "student" / "tests" / f"{key}.py"), NBMetadataConfig())
-        assert [(case.name, case.points, case.hidden) for case in test_file.test_cases] == [
-            (test.name, test.points, False) for test in suite if test.step == key and test.kind == "public"]
+def test_release_checks_are_the_kits_public_tests(otter_dist, suite):
+    """What check() and check.py run in the release is the kit's public tests, file for file."""
+    texts = release_texts(otter_dist)
+    for path in (ROOT / "tests" / "public").glob("*.py"):
+        assert texts[f"student.zip:{TOP_FOLDER}/tests/public/{path.name}"] == path.read_text()
+    public_steps = {test.step for test in suite if test.kind == "public"}
+    assert public_steps == set(STEP_KEYS)
 
 
-def test_kits_loader_skips_the_otter_cells(otter_dist):
-    """`make check` and `make grade` load definitions only: the guarded setup never imports Otter."""
-    loaded = load_definitions(otter_dist / "student" / "exercises" / "attention.ipynb")
-    assert not loaded.problems
-    assert "grader" not in vars(loaded.module) and "otter" not in vars(loaded.module)
+def test_kits_loader_skips_the_checker_cells(otter_dist, tmp_path):
+    """Grading loads definitions only: the guarded setup cell and the bare check() calls never run."""
+    path = tmp_path / "attention.ipynb"
+    path.write_text(json.dumps(release_notebook(otter_dist)))
+    loaded = load_definitions(path)
+    assert not [problem for problem in loaded.problems if problem not in getattr(loaded, "skipped", [])]
+    assert not {"grader", "otter", "check", "ready", "_release"} & set(vars(loaded.module))
     assert callable(loaded.module.causal_mask)
-
-
-def run_release_notebook(dist, tmp_path, text=None):
-    """Execute the release's notebook top to bottom in a copy of the release; {step: check output}."""
-    root = tmp_path / "student"
-    shutil.copytree(dist / "student", root)
-    path = root / "exercises" / "attention.ipynb"
-    document = nbformat.reads(text or path.read_text(), as_version=4)
-    NotebookClient(document, timeout=300, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
-    outputs = {}
-    for cell in document.cells:
-        if cell.get("id", "").endswith("-check"):
-            outputs[cell["id"].removesuffix("-check")] = "\n".join(
-                output.get("data", {}).get("text/plain", "") + output.get("text", "") + output.get("evalue", "")
-                for output in cell.outputs)
-    return outputs
-
-
-def test_stub_notebook_fails_each_check_with_the_steps_message(otter_dist, tmp_path):
-    outputs = run_release_notebook(otter_dist, tmp_path)
-    assert set(outputs) == set(STEP_KEYS)
-    for key, text in outputs.items():
-        assert "All test cases passed" not in text, key
-        assert "❌ Test case failed" in text and f"{key}: " in text and "not implemented yet" in text, (key, text)
-        assert "✅" not in text, (key, text)
-
-
-def test_solved_notebook_passes_every_check(otter_dist, clean, tmp_path):
-    outputs = run_release_notebook(otter_dist, tmp_path, with_checks(notebook(code_sections(clean))))
-    assert set(outputs) == set(STEP_KEYS)
-    for key, text in outputs.items():
-        assert f"{key} results: All test cases passed!" in text, (key, text)

@@ -16,6 +16,8 @@ import pytest
 
 from grader.paths import ROOT
 
+from tests.kit.project import kit_project, shell_env
+
 README = ROOT / "README.md"
 
 
@@ -48,20 +50,26 @@ def student_copy(tmp_path):
     return copy
 
 
-def run_line(folder, command, student_copy):
-    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
-    env.pop("MAKEFLAGS", None)
+@pytest.fixture(scope="module")
+def kit_copy(tmp_path_factory):
+    """The kit as an instructor clones it, without any earlier run's output: the README's commands run
+    in it one after the other, as a person runs them, and what they write (out/, dist/) lands there."""
+    return kit_project(tmp_path_factory.mktemp("readme") / "kit")
+
+
+def run_line(folder, command, student_copy, kit_copy):
+    env = shell_env(PATH=f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
     words = shlex.split(command)
     if folder == "student_template":  # the student's own Python runs the checker
         return subprocess.run(words, cwd=student_copy, capture_output=True, text=True, env=env, timeout=300)
     assert folder == ".", f"the README runs {command!r} from {folder}: teach this test where that is"
-    return subprocess.run(words, cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
+    return subprocess.run(words, cwd=kit_copy, capture_output=True, text=True, env=env, timeout=900)
 
 
 @pytest.mark.parametrize("folder, command", [entry for entry in readme_commands() if entry[1] != "make test"],
                          ids=lambda value: str(value))
-def test_each_readme_command_works_as_written(folder, command, student_copy):
-    done = run_line(folder, command, student_copy)
+def test_each_readme_command_works_as_written(folder, command, student_copy, kit_copy):
+    done = run_line(folder, command, student_copy, kit_copy)
     output = done.stdout + done.stderr
     assert "Traceback" not in output, output[-3000:]
     if command.startswith("python check.py"):

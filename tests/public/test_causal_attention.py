@@ -3,29 +3,48 @@
 import torch
 from grader.check.book import CAUSAL_SEED123, book_batch, expect_book_batch
 
-from grader.check.testing import expect_tensor, graded, seeded
+from grader.check.signatures import Battery, Dims, module_observations
+from grader.check.testing import diagnosed, expect_tensor, fail, graded, once, seeded
+
+from .behaviour import expect_parts_used
+
+# A printout check weighs little: its printed values could be returned without any of the work. The
+# step's property checks carry its points instead (a step's weights add up to its points).
+BOOK_WEIGHT = 0.25
+# The public probes' sizes: every wrong scale differs (sqrt(5), 1, 5, sqrt(7) for d_in, 2 for the tokens).
+DIMS = Dims(d_in=7, d_out=5, n=4, context=6, batch=3)
 
 
-@graded("causal_attention: reproduces the chapter (seed 123)", weight=2)
+def public_probes(student, dropout=False):
+    """The fault model's probes on CausalAttention, on public sizes."""
+    return once(lambda: module_observations(student, "CausalAttention", DIMS, dropout=dropout))
+
+
+@graded("causal_attention: reproduces the chapter (seed 123)", weight=BOOK_WEIGHT)
 def test_book(student):
-    module = student.build("CausalAttention", 3, 2, 6, 0.0, seed=123)
-    expect_book_batch(module.forward(book_batch()), CAUSAL_SEED123, "CausalAttention output",
-                      "Check the construction order (W_query, W_key, W_value as nn.Linear(d_in, d_out, "
-                      "bias=qkv_bias), in that order, nothing random before them), the mask (hide j > i with -inf), "
-                      "the scaling by sqrt(d_k) and the softmax over dim=-1")
+    with diagnosed(public_probes(student)):
+        module = student.build("CausalAttention", 3, 2, 6, 0.0, seed=123)
+        expect_book_batch(module.forward(book_batch()), CAUSAL_SEED123, "CausalAttention output", "")
 
 
-@graded("causal_attention: output has shape (b, n, d_out) for n < context_length", weight=1)
+@graded("causal_attention: output has shape (b, n, d_out) for n < context_length", weight=0.75)
 def test_shape(student):
     with seeded(0):
         x = torch.randn(3, 6, 5)
-    out = student.build("CausalAttention", 5, 4, 8, 0.0, seed=0).forward(x)
-    expect_tensor(out, "CausalAttention output for 3 sequences of 6 tokens", shape=(3, 6, 4))
+    with diagnosed(public_probes(student)):
+        out = student.build("CausalAttention", 5, 4, 8, 0.0, seed=0).forward(x)
+        expect_tensor(out, "CausalAttention output for 3 sequences of 6 tokens", shape=(3, 6, 4))
 
 
 @graded("causal_attention: has W_query, W_key, W_value, dropout and a mask buffer", weight=2)
 def test_structure(student):
-    info = student.build("CausalAttention", 5, 4, 8, 0.1, seed=0).describe()
+    with diagnosed(public_probes(student)):
+        check_structure(student)
+
+
+def check_structure(student):
+    module = student.build("CausalAttention", 5, 4, 8, 0.1, seed=0)
+    info = module.describe()
     modules = info["modules"]
     for role in ("W_query", "W_key", "W_value"):
         entry = modules.get(role)
@@ -39,3 +58,36 @@ def test_structure(student):
     assert "mask" in info["buffers"], (
         "the mask should be a registered buffer (self.register_buffer('mask', ...)) so that it moves "
         "with the module to the GPU" + (", not a plain attribute" if "mask" in info["plain_tensors"] else ""))
+    with seeded(1):
+        x = torch.randn(8, 8, 5)  # context_length tokens
+        weights = {f"{role}.weight": torch.randn(4, 5) * 0.5 for role in ("W_query", "W_key", "W_value")}
+    expect_parts_used(module, "CausalAttention", x, weights)
+
+
+@graded("causal_attention: attention weights sum to one, hide exactly the future and use sqrt(d_k)", weight=1)
+def test_weights(student):
+    probes = public_probes(student)
+    with diagnosed(probes):
+        weights, _, _ = Battery(student, "CausalAttention", DIMS).weights()
+        if weights is None:
+            fail("the output of CausalAttention(d_in, d_out, ...) does not have the shape (b, n, d_out)", probes())
+        wrong = [seen for seen in probes() if seen["probe"] in ("rows", "temperature", "pattern", "causality",
+                                                                 "batch", "lengths") and seen["outcome"] != "ok"]
+        if wrong:
+            fail("the attention weights (read through one-hot values) are not softmax(masked scores / sqrt(d_k))",
+                 probes())
+
+
+@graded("causal_attention: dropout acts on the attention weights, only while training", weight=1)
+def test_dropout(student):
+    probes = public_probes(student, dropout=True)
+    with diagnosed(probes):
+        x = torch.ones(2, DIMS.n, DIMS.d_in)
+        module = student.build("CausalAttention", DIMS.d_in, DIMS.d_out, DIMS.context, 0.3, seed=0)
+        module.forward(x, train=True, seed=1)
+        seen = [seen for seen in probes() if seen["probe"] in ("eval", "rate", "rescale", "layout", "target")]
+        wrong = [item for item in seen if item["outcome"] != "ok"]
+        if wrong or not any(item["probe"] == "rate" for item in seen):
+            fail("in training mode, dropout does not drop a share p of the attention weights of every sequence "
+                 "and rescale the rest by 1/(1-p), or it is active in eval mode", probes())
+

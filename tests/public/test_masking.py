@@ -3,45 +3,83 @@
 import torch
 from grader.check.book import BOOK_ATOL, SEED789_MASKED_WEIGHTS, SEED789_SCORES_LOWER, SEED789_WEIGHTS
 
-from grader.check.testing import expect_future_hidden, expect_rows_sum_to_one, expect_tensor, graded, seeded
+from grader.check.causes import observation
+from grader.check.signatures import mask_outcome, pattern_outcome, rows_outcome, scale_table, temperature_outcome
+from grader.check.testing import (diagnosed, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, fail, graded,
+                                  once, seeded)
+
+# A printout check weighs little: its printed values could be returned without any of the work. The
+# step's property checks carry its points instead (a step's weights add up to its points).
+BOOK_WEIGHT = 0.25
 
 
-@graded("masking: causal_mask is a bool (n, n) mask, True strictly above the diagonal", weight=2)
+def renorm_probes(student, weights):
+    """Row sums and hidden positions of mask_and_renormalize's output."""
+    def probes():
+        got = student.call("mask_and_renormalize", weights)
+        pattern = pattern_outcome(got)
+        return ([observation("renorm", rows_outcome(got, causal=True, probe="renorm"))]
+                + ([observation("pattern", pattern)] if pattern else []))
+
+    return probes
+
+
+def causal_probes(student, scores, d_k):
+    """Row sums, softmax scale (of the visible part) and hidden positions of causal_attention_weights."""
+    def probes():
+        got = student.call("causal_attention_weights", scores, d_k)
+        found = [observation("rows", rows_outcome(got, causal=True))]
+        temperature = temperature_outcome(got, scores, scale_table(d_k, tokens=scores.shape[-1]), causal=True)
+        pattern = pattern_outcome(got)
+        return (found + ([observation("temperature", temperature)] if temperature else [])
+                + ([observation("pattern", pattern)] if pattern else []))
+
+    return probes
+
+
+@graded("masking: causal_mask is a bool (n, n) mask, True strictly above the diagonal", weight=3)
 def test_causal_mask(student):
-    mask = student.call("causal_mask", 6)
+    with diagnosed(lambda: []):
+        mask = student.call("causal_mask", 6)
     mask = expect_tensor(mask, "causal_mask(6)", shape=(6, 6))
     assert mask.dtype == torch.bool, f"causal_mask should return a bool tensor, yours is {mask.dtype}; use .bool()"
     for i in range(6):
         for j in range(6):
             if bool(mask[i, j]) != (j > i):
                 state = "hidden" if mask[i, j] else "visible"
-                raise AssertionError(
-                    f"causal_mask(6)[{i}, {j}] says position {j} is {state} for token {i}; "
-                    "True means hidden, and token i hides exactly the positions j > i")
+                outcome = mask_outcome(mask)
+                fail(f"causal_mask(6)[{i}, {j}] says position {j} is {state} for token {i} (True means hidden, "
+                     "and token i hides exactly the positions j > i)",
+                     [observation("pattern", outcome)] if outcome else [])
 
 
-@graded("masking: masking and renormalising reproduces the chapter", weight=2)
+@graded("masking: masking and renormalising reproduces the chapter", weight=BOOK_WEIGHT)
 def test_book_masking(student):
-    renormalized = student.call("mask_and_renormalize", SEED789_WEIGHTS)
-    renormalized = expect_tensor(renormalized, "mask_and_renormalize output", shape=(6, 6))
-    assert torch.allclose(renormalized.float(), SEED789_MASKED_WEIGHTS, atol=2e-3), (
-        "mask_and_renormalize differs from the chapter's printout: zero the entries above the diagonal, "
-        "then divide each row by its sum")
+    with diagnosed(renorm_probes(student, SEED789_WEIGHTS)):
+        renormalized = student.call("mask_and_renormalize", SEED789_WEIGHTS)
+        renormalized = expect_tensor(renormalized, "mask_and_renormalize output", shape=(6, 6))
+        assert torch.allclose(renormalized.float(), SEED789_MASKED_WEIGHTS, atol=2e-3), (
+            "mask_and_renormalize differs from the chapter's printout")
     # The future scores were not printed (they are masked): any value there must give the same weights.
     with seeded(1):
         scores = SEED789_SCORES_LOWER + torch.triu(torch.randn(6, 6), diagonal=1)
-    weights = student.call("causal_attention_weights", scores, 2)
-    weights = expect_tensor(weights, "causal_attention_weights output", shape=(6, 6))
-    assert torch.allclose(weights.float(), SEED789_MASKED_WEIGHTS, atol=BOOK_ATOL * 5), (
-        "causal_attention_weights differs from the chapter: fill the future with -inf, then "
-        "softmax(scores / sqrt(d_k)) along each row")
+    with diagnosed(causal_probes(student, scores, 2)):
+        weights = student.call("causal_attention_weights", scores, 2)
+        weights = expect_tensor(weights, "causal_attention_weights output", shape=(6, 6))
+        assert torch.allclose(weights.float(), SEED789_MASKED_WEIGHTS, atol=BOOK_ATOL * 5), (
+            "causal_attention_weights differs from the chapter")
 
 
-@graded("masking: causal weights sum to one per row and give the future zero weight", weight=1)
+@graded("masking: causal weights sum to one per row and give the future zero weight", weight=1.75)
 def test_causal_properties(student):
     with seeded(0):
         scores = torch.randn(3, 5, 5) * 2
-    weights = expect_tensor(student.call("causal_attention_weights", scores, 4), "causal attention weights",
-                            shape=(3, 5, 5))
-    expect_future_hidden(weights, "causal attention weights")
-    expect_rows_sum_to_one(weights, "the causal attention weights")
+    probes = once(causal_probes(student, scores, 4))
+    with diagnosed(probes):
+        weights = expect_tensor(student.call("causal_attention_weights", scores, 4), "causal attention weights",
+                                shape=(3, 5, 5))
+        expect_future_hidden(weights, "causal attention weights", observations=probes())
+        expect_rows_sum_to_one(weights, "the causal attention weights", observations=probes())
+        temperature = [seen for seen in probes() if seen["probe"] == "temperature"]
+        if temperature and temperature[0]["outcome"] != "ok":
+            fail("the visible weights are not softmax(scores / sqrt(d_k))", probes())

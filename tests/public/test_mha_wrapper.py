@@ -7,22 +7,35 @@ the result does not depend on the state of your CausalAttention.
 
 import torch
 
-from grader.check.testing import expect_tensor, graded, seeded
+from grader.check.session import StandInHead
+from grader.check.signatures import wrapper_observations
+from grader.check.testing import diagnosed, expect_tensor, graded, once, seeded
+
+
+def public_probes(student):
+    """The fault model's probes on the wrapper (with the grader's stand-in heads), on public sizes."""
+    return once(lambda: wrapper_observations(student, 5, 4, 8, 3))
 
 
 @graded("mha_wrapper: output has shape (b, n, num_heads * d_out)", weight=2)
 def test_shape(student):
     with seeded(0):
         x = torch.randn(2, 6, 5)
-    module = student.build("MultiHeadAttentionWrapper", 5, 4, 8, 0.0, 3, seed=0, stand_in_heads=True)
-    out = module.forward(x)
-    expect_tensor(out, "wrapper output for 2 sequences of 6 tokens with 3 heads of size 4", shape=(2, 6, 12))
+    with diagnosed(public_probes(student)):
+        module = student.build("MultiHeadAttentionWrapper", 5, 4, 8, 0.0, 3, seed=0, stand_in_heads=True)
+        out = module.forward(x)
+        expect_tensor(out, "wrapper output for 2 sequences of 6 tokens with 3 heads of size 4", shape=(2, 6, 12))
 
 
 @graded("mha_wrapper: heads is an nn.ModuleList of num_heads CausalAttention modules", weight=1)
 def test_structure(student):
-    modules = student.build("MultiHeadAttentionWrapper", 5, 4, 8, 0.0, 3, seed=0,
-                            stand_in_heads=True).describe()["modules"]
+    with diagnosed(public_probes(student)):
+        check_structure(student)
+
+
+def check_structure(student):
+    module = student.build("MultiHeadAttentionWrapper", 5, 4, 8, 0.0, 3, seed=0, stand_in_heads=True)
+    modules = module.describe()["modules"]
     heads = modules.get("heads")
     assert heads and heads["class"] == "ModuleList", (
         "self.heads should be an nn.ModuleList (a plain list hides the heads' parameters from PyTorch)")
@@ -30,3 +43,16 @@ def test_structure(student):
     for i in range(3):
         assert modules[f"heads.{i}"]["class"] == "CausalAttention", (
             f"heads[{i}] is a {modules[f'heads.{i}']['class']}; each head is a CausalAttention(...)")
+    # What the report says is confirmed by behaviour: each head takes weights by name and computes as the
+    # CausalAttention the grader provides does.
+    with seeded(1):
+        heads = [StandInHead(5, 4, 8, 0.0) for _ in range(3)]
+        x = torch.randn(2, 6, 5)
+    module.load({f"heads.{i}.{name}": value for i, head in enumerate(heads) for name, value in head.named_parameters()})
+    for i, head in enumerate(heads):
+        out = expect_tensor(module.sub(f"heads.{i}").forward(x), f"the output of heads[{i}]", shape=(2, 6, 4))
+        with torch.no_grad():
+            assert torch.allclose(out.float(), head(x), atol=1e-5), (
+                f"heads[{i}] does not compute as the CausalAttention the grader provides: create every head by "
+                "calling CausalAttention(...) inside __init__ (a default argument or a saved reference keeps your "
+                "own class)")

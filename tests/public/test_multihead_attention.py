@@ -3,25 +3,40 @@
 import torch
 from grader.check.book import MHA_SEED123, book_batch, expect_book_batch
 
+from grader.check.causes import observation
+from grader.check.signatures import Battery, Dims, module_observations
 from grader.check.student import StudentError
-from grader.check.testing import expect_tensor, graded, seeded
+from grader.check.testing import diagnosed, expect_tensor, fail, graded, once, seeded
+
+from .behaviour import expect_parts_used
+
+# A printout check weighs little: its printed values could be returned without any of the work. The
+# step's property checks carry its points instead (a step's weights add up to its points).
+BOOK_WEIGHT = 0.25
+# The public probes' sizes: head_dim 6 >= 5 tokens (weights read through one-hot values), and every wrong scale
+# differs: sqrt(6), 1, 6, sqrt(7) (d_in), sqrt(12) (d_out), sqrt(2) (heads), sqrt(5) (tokens).
+DIMS = Dims(d_in=7, d_out=12, n=5, heads=2, context=7, batch=3)
 
 
-@graded("multihead_attention: reproduces the chapter (seed 123)", weight=2)
+def public_probes(student, dropout=False):
+    """The fault model's probes on MultiHeadAttention, on public sizes."""
+    return once(lambda: module_observations(student, "MultiHeadAttention", DIMS, dropout=dropout))
+
+
+@graded("multihead_attention: reproduces the chapter (seed 123)", weight=BOOK_WEIGHT)
 def test_book(student):
-    module = student.build("MultiHeadAttention", 3, 2, 6, 0.0, 2, seed=123)
-    expect_book_batch(module.forward(book_batch()), MHA_SEED123, "MultiHeadAttention output",
-                      "Check the construction order (W_query, W_key, W_value, then out_proj = nn.Linear(d_out, "
-                      "d_out), nothing random before them), the split into heads (view, then transpose(1, 2)), the "
-                      "merge (transpose back, then view) and out_proj")
+    with diagnosed(public_probes(student)):
+        module = student.build("MultiHeadAttention", 3, 2, 6, 0.0, 2, seed=123)
+        expect_book_batch(module.forward(book_batch()), MHA_SEED123, "MultiHeadAttention output", "")
 
 
-@graded("multihead_attention: output has shape (b, n, d_out)", weight=1)
+@graded("multihead_attention: output has shape (b, n, d_out)", weight=0.75)
 def test_shape(student):
     with seeded(0):
         x = torch.randn(3, 7, 5)
-    out = student.build("MultiHeadAttention", 5, 8, 9, 0.0, 2, seed=0).forward(x)
-    expect_tensor(out, "MultiHeadAttention output for 3 sequences of 7 tokens", shape=(3, 7, 8))
+    with diagnosed(public_probes(student)):
+        out = student.build("MultiHeadAttention", 5, 8, 9, 0.0, 2, seed=0).forward(x)
+        expect_tensor(out, "MultiHeadAttention output for 3 sequences of 7 tokens", shape=(3, 7, 8))
 
 
 @graded("multihead_attention: rejects d_out not divisible by num_heads", weight=1)
@@ -32,13 +47,19 @@ def test_rejects_bad_split(student):
         if error.not_implemented or error.info.get("missing_name"):
             raise  # no class to judge yet: an error for the wrong reason earns nothing
         return
-    raise AssertionError("MultiHeadAttention(d_in=5, d_out=6, ..., num_heads=4) should raise an error: "
-                         "6 features cannot be split into 4 equal heads")
+    fail("MultiHeadAttention(d_in=5, d_out=6, ..., num_heads=4) should raise an error: 6 features cannot be split "
+         "into 4 equal heads", [observation("cause", "no_divisibility_check")])
 
 
 @graded("multihead_attention: has W_query, W_key, W_value, out_proj, dropout and a mask buffer", weight=1)
 def test_structure(student):
-    info = student.build("MultiHeadAttention", 5, 8, 9, 0.2, 2, seed=0).describe()
+    with diagnosed(public_probes(student)):
+        check_structure(student)
+
+
+def check_structure(student):
+    module = student.build("MultiHeadAttention", 5, 8, 9, 0.2, 2, seed=0)
+    info = module.describe()
     modules = info["modules"]
     for role, shape in (("W_query", (5, 8)), ("W_key", (5, 8)), ("W_value", (5, 8)), ("out_proj", (8, 8))):
         entry = modules.get(role)
@@ -50,3 +71,38 @@ def test_structure(student):
     assert dropout and dropout["class"] == "Dropout" and abs(dropout["p"] - 0.2) < 1e-9, (
         "self.dropout should be nn.Dropout(dropout)")
     assert "mask" in info["buffers"], "the mask should be a registered buffer (self.register_buffer('mask', ...))"
+    with seeded(1):
+        x = torch.randn(8, 9, 5)  # context_length tokens
+        weights = {f"{role}.weight": torch.randn(8, 5) * 0.5 for role in ("W_query", "W_key", "W_value")}
+        weights["out_proj.weight"] = torch.randn(8, 8) * 0.5
+    expect_parts_used(module, "MultiHeadAttention", x, weights)
+
+
+@graded("multihead_attention: every head's weights sum to one, hide exactly the future and use sqrt(head_dim)",
+        weight=1)
+def test_weights(student):
+    probes = public_probes(student)
+    with diagnosed(probes):
+        weights, _, _ = Battery(student, "MultiHeadAttention", DIMS).weights()
+        if weights is None:
+            fail("the output of MultiHeadAttention(d_in, d_out, ...) does not have the shape (b, n, d_out)", probes())
+        wrong = [seen for seen in probes() if seen["probe"] in ("rows", "temperature", "pattern", "causality",
+                                                                 "batch", "lengths") and seen["outcome"] != "ok"]
+        if wrong:
+            fail("the attention weights of every head (read through one-hot values) are not softmax(masked scores "
+                 "/ sqrt(head_dim))", probes())
+
+
+@graded("multihead_attention: dropout acts on every head's attention weights, only while training", weight=1)
+def test_dropout(student):
+    probes = public_probes(student, dropout=True)
+    with diagnosed(probes):
+        x = torch.ones(2, DIMS.n, DIMS.d_in)
+        module = student.build("MultiHeadAttention", DIMS.d_in, DIMS.d_out, DIMS.context, 0.3, DIMS.heads, seed=0)
+        module.forward(x, train=True, seed=1)
+        seen = [seen for seen in probes() if seen["probe"] in ("eval", "rate", "rescale", "layout", "target")]
+        wrong = [item for item in seen if item["outcome"] != "ok"]
+        if wrong or not any(item["probe"] == "rate" for item in seen):
+            fail("in training mode, dropout does not drop a share p of every head's attention weights and rescale "
+                 "the rest by 1/(1-p), or it is active in eval mode", probes())
+

@@ -1,59 +1,114 @@
-"""The student's checker in a terminal: `python check.py [STEP] [FILE]`.
+"""The student's checker in a terminal: `python check.py [STEP] [FILE] [--device cpu]`.
 
-Runs the public checks of one step (or all) on the student's file, in this
-interpreter, and prints one line per step: a tick or a cross and the reason.
-Exit status 0 exactly when every selected check passes, 1 when one fails, 2 for
-bad usage (an unknown step, a file that does not exist). The file checked is
-named at the top: by default whichever of the notebook and the .py the student
-edited last.
+Runs the public checks of one step (or all) on the student's file, in this interpreter, and
+prints one line per step: a tick or a cross and the reason. Exit status 0 exactly when every
+selected check passes, 1 when one fails, 2 for bad usage (an unknown step, a file that does not
+exist), 3 when PyTorch or numpy is missing. The file checked is named at the top: by default
+whichever of the notebook and the .py the student edited (see `choose_file`).
+
+Imports no torch until the checks run: a usage error answers at once, and a missing PyTorch is
+said plainly (grader.check.notebook) instead of in a traceback.
 """
 
 import argparse
+import hashlib
+import json
 import sys
 from pathlib import Path
 
-from grader.chapter import BY_KEY, STEP_KEYS, STEPS
-from grader.paths import ROOT, TESTS
+from grader.chapter import BY_KEY, STEP_KEYS
+from grader.paths import ROOT
 
 EXERCISES = ROOT / "exercises"
 CANDIDATES = ("attention.ipynb", "attention.py")
+# Written into the release by `make student`: the exercises' fingerprints as released, and how to submit.
+RELEASE_INFO = ROOT / "grader" / "release.json"
+PASSED, FAILED, USAGE, MISSING_PACKAGE = 0, 1, 2, 3
 
 
 class Usage(Exception):
     """Bad usage: the message says what to do; exit status 2."""
 
 
-def marks(stream):
-    """(pass, fail) marks this terminal can print: a Windows console may not encode ✓ and ✗."""
+def exercise_code(text, suffix):
+    """What the student writes in an exercise file: the .py's text, or a notebook's code cells
+    (not outputs or metadata: running and saving a notebook changes those, not the code)."""
+    text = text.replace("\r\n", "\n")  # a checkout or editor on Windows may turn every line end into CRLF
+    if suffix != ".ipynb":
+        return text
     try:
-        "✓✗".encode(stream.encoding or "ascii")
-        return "✓", "✗"
-    except (UnicodeEncodeError, LookupError):
-        return "PASS", "FAIL"
+        cells = json.loads(text).get("cells", [])
+    except (ValueError, AttributeError):
+        return text
+    sources = [cell.get("source", "") for cell in cells if isinstance(cell, dict) and cell.get("cell_type") == "code"]
+    return "\n\x00\n".join("".join(source) if isinstance(source, list) else str(source) for source in sources)
 
 
-def choose_file(given=None, folder=EXERCISES):
-    """(path, why): the file to check, and why that one."""
+def fingerprint(text, suffix):
+    return hashlib.sha256(exercise_code(text, suffix).encode("utf-8", "replace")).hexdigest()
+
+
+def release_info():
+    """{"untouched": {file name: fingerprint}, "submit": text}, or {} outside a release."""
+    try:
+        return json.loads(RELEASE_INFO.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def edited(path, untouched):
+    """Whether the student changed the code of an exercise file since the release (None: cannot tell)."""
+    released = untouched.get(path.name)
+    if not released:
+        return None
+    try:
+        return fingerprint(path.read_text(encoding="utf-8"), path.suffix) != released
+    except (OSError, UnicodeDecodeError):
+        return True
+
+
+def choose_file(given=None, folder=EXERCISES, untouched=None):
+    """(path, why): the file to check, and why that one. By default the exercise file whose code the
+    student changed; when both were changed (or this is no release), the one saved last."""
     if given:
         path = Path(given)
         if not path.is_file():
             raise Usage(f"{given} does not exist: give your attention.py or attention.ipynb")
-        return path, "as given"
+        return path, "the file you named"
     present = [folder / name for name in CANDIDATES if (folder / name).is_file()]
     if not present:
         raise Usage(f"neither {' nor '.join(CANDIDATES)} is in {folder}: give the file to check, "
                     "e.g. python check.py masking my_attention.py")
     if len(present) == 1:
-        return present[0], "the only exercise file"
+        return present[0], "the only exercise file here"
+    untouched = release_info().get("untouched", {}) if untouched is None else untouched
+    changed = {path: edited(path, untouched) for path in present}
+    other = {present[0]: present[1], present[1]: present[0]}
+    mine = [path for path in present if changed[path]]
+    if len(mine) == 1:
+        return mine[0], f"you edited it; {other[mine[0]].name} is as released"
+    if not mine and all(value is False for value in changed.values()):
+        return present[0], f"neither it nor {present[1].name} is edited yet"
     newest = max(present, key=lambda path: path.stat().st_mtime)
-    other = next(path for path in present if path != newest)
-    return newest, f"edited more recently than {other.name}; name the file to check the other one"
+    return newest, (f"{'you edited both; ' if len(mine) == 2 else ''}it was saved after {other[newest].name} "
+                    f"(python check.py STEP {shown(other[newest])} checks that one)")
+
+
+def shown(path):
+    """`path` as the student would type it from here: relative to this folder when it is inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(prog="python check.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python check.py", description=__doc__.split("\n\n")[0],
+        epilog="Exit status: 0 every check passes, 1 a check fails, 2 bad usage, 3 PyTorch or numpy missing.")
     parser.add_argument("step", nargs="?", help=f"one of: {', '.join(STEP_KEYS)} (default: every step)")
-    parser.add_argument("file", nargs="?", help="the .py or .ipynb to check (default: see above)")
+    parser.add_argument("file", nargs="?", help="the .py or .ipynb to check (default: the exercise file you edited)")
+    parser.add_argument("--device", default="cpu", help="where the checks run: cpu (default), cuda or mps")
     args = parser.parse_args(argv)
     if args.step and args.step not in BY_KEY and Path(args.step).suffix in (".py", ".ipynb") and not args.file:
         args.step, args.file = None, args.step  # `python check.py my_attention.py`
@@ -62,51 +117,34 @@ def parse(argv):
     return args
 
 
-def step_line(step, verdicts, mark_pass, mark_fail):
-    """One line for a step: its mark, title and the first reason it failed (or how many passed)."""
-    failed = [(name, message) for name, passed, message in verdicts if not passed]
-    head = f"{mark_fail if failed else mark_pass} {step.number}. {step.key:<20}"
-    if not failed:
-        return f"{head} {len(verdicts)}/{len(verdicts)} checks passed"
-    if all("not implemented yet" in message for _, message in failed):
-        return f"{head} not implemented yet"
-    name, message = failed[0]
-    reason = message.strip().splitlines()[0] if message.strip() else "failed"
-    return f"{head} {len(failed)} of {len(verdicts)} checks failed\n    {name.partition(': ')[2]}: {reason}"
-
-
-def run(step_keys, path, stream):
-    """Run the public checks of `step_keys` on `path`; print a line per step; True if all pass."""
-    from grader.check.loader import SubmissionError
-    from grader.check.runner import run_test
-    from grader.check.student import in_process
-    from grader.check.suite import discover
-
-    mark_pass, mark_fail = marks(stream)
-    try:
-        student, problems = in_process(path)
-    except SubmissionError as error:
-        print(f"{mark_fail} {error}", file=stream)
-        return False
-    for problem in problems:
-        print(f"  note: {problem}", file=stream)
-    tests = discover(TESTS, kinds=("public",))
-    passed_all = True
-    for key in step_keys:
-        verdicts = [(test.name, *run_test(test, student)) for test in tests if test.step == key]
-        passed_all &= all(passed for _, passed, _ in verdicts)
-        print(step_line(BY_KEY[key], verdicts, mark_pass, mark_fail), file=stream)
-    return passed_all
-
-
 def main(argv=None, stream=None):
+    for output in (sys.stdout, sys.stderr):  # a console that cannot show a character gets "?", not a traceback
+        if hasattr(output, "reconfigure"):
+            output.reconfigure(errors="replace")
     stream = stream or sys.stdout
     try:
         args = parse(argv)
         path, why = choose_file(args.file)
     except Usage as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(f"Checking {path} ({why}); public checks only: the course's grader also runs hidden ones.", file=stream)
-    keys = [args.step] if args.step else [step.key for step in STEPS]
-    return 0 if run(keys, path, stream) else 1
+        return USAGE
+    try:
+        from grader.check import notebook
+    except ImportError as error:  # grader.check.notebook says which package and what to do
+        print(f"error: {error}", file=sys.stderr)
+        return MISSING_PACKAGE
+    problem = notebook.device_problem(args.device)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return USAGE
+    print(f"Checking {shown(path)}: {why}.\n{notebook.PUBLIC_ONLY[0].upper()}{notebook.PUBLIC_ONLY[1:]}.", file=stream)
+    results = notebook.check_file(path, [args.step] if args.step else list(STEP_KEYS), args.device, stream)
+    if results is None:
+        return FAILED
+    if notebook.summary_line(results):
+        print(notebook.summary_line(results), file=stream)
+    passed = all(result.passed for result in results)
+    submit = release_info().get("submit")
+    if passed and len(results) == len(STEP_KEYS) and submit:
+        print(f"How to submit: {submit}", file=stream)
+    return PASSED if passed else FAILED

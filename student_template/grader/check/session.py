@@ -99,6 +99,19 @@ class Session:
             target.copy_(value.to(target.dtype))
         return None
 
+    def op_fill_buffer(self, request):
+        """Fill a registered buffer (a mask) with one value: the judge sees whether forward uses it."""
+        module = self._module(request)
+        name = str(request["name"])
+        owner_path, _, leaf = name.rpartition(".")
+        owner = module.get_submodule(owner_path) if owner_path else module
+        if leaf not in getattr(owner, "_buffers", {}) or owner._buffers[leaf] is None:
+            found = type(getattr(owner, leaf, None)).__name__
+            raise InjectionError(f"{name} is not a registered buffer of {type(module).__name__} (found {found}); "
+                                 "create it with self.register_buffer(...), so that it moves with the module")
+        owner._buffers[leaf].fill_(float(request.get("value", 0.0)))
+        return None
+
     def op_forward(self, request):
         module = self._module(request)
         module.train(bool(request.get("train", False)))
@@ -120,7 +133,10 @@ class StandInHead(torch.nn.Module):
 
     Same constructor and parameters as the chapter's CausalAttention, created in
     the same order, and a simple forward (not attention): enough to see how the
-    wrapper builds, stores and combines its heads.
+    wrapper builds, stores and combines its heads. Every constructor argument shows
+    in the output (`stand_in_output` computes it from the weights alone): the judge
+    checks what the wrapper built from what it computes, never from what the
+    student's process reports about its modules.
     """
 
     def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
@@ -129,10 +145,24 @@ class StandInHead(torch.nn.Module):
         self.W_key = torch.nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = torch.nn.Linear(d_in, d_out, bias=qkv_bias)
         self.dropout = torch.nn.Dropout(dropout)
-        self.register_buffer("mask", torch.zeros(context_length, context_length))  # shape only
+        self.register_buffer("mask", torch.zeros(context_length, context_length))  # its size shows, not its values
 
     def forward(self, x):
-        return torch.tanh(self.W_query(x)) + self.W_value(x) * self.W_key(x).sum(dim=-1, keepdim=True)
+        return stand_in_output(x, self.W_query, self.W_key, self.W_value, self.mask.shape[-1], self.dropout)
+
+
+def stand_in_output(x, query, key, value, context_length, dropout=None):
+    """StandInHead's forward from its parts (callables or (weight, bias) pairs): dropout (in training)
+    acts on the tanh term, and context_length adds context_length / 100 to every output."""
+    query, key, value = (part if callable(part) else _linear(*part) for part in (query, key, value))
+    dropped = torch.tanh(query(x))
+    if dropout is not None:
+        dropped = dropout(dropped)
+    return dropped + value(x) * key(x).sum(dim=-1, keepdim=True) + context_length / 100
+
+
+def _linear(weight, bias=None):
+    return lambda x: torch.nn.functional.linear(x, weight.to(x.dtype), None if bias is None else bias.to(x.dtype))
 
 
 StandInHead.__name__ = StandInHead.__qualname__ = "CausalAttention"

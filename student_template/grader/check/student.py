@@ -62,6 +62,11 @@ class Student:
         except (ValueError, TypeError, KeyError, RecursionError) as error:
             raise StudentError(what, {"returned": True,
                                      "message": f"an answer the grader cannot read ({error})"}) from None
+        finally:
+            # Decoding is the submission's time: a worker's transport stops the step past its deadline.
+            charge = getattr(self.transport, "charge", None)
+            if charge is not None:
+                charge(f"the grader read the answer of {what}")
 
     def call(self, name, *args, seed=None, **kwargs):
         """Call the student's function `name` and return its (decoded) result."""
@@ -106,6 +111,11 @@ class ModuleHandle:
     def load(self, weights):
         request = self._request("load_weights", weights=wire.encode(dict(weights)))
         return self.student._ask(f"setting the parameters of {self.label}", request)
+
+    def fill_buffer(self, name, value=0.0):
+        """Fill the registered buffer `name` (e.g. "mask") with `value`."""
+        request = self._request("fill_buffer", name=name, value=float(value))
+        return self.student._ask(f"setting {self.label}.{name}", request)
 
     def forward(self, *args, train=False, seed=None):
         request = self._request("forward", args=wire.encode(list(args)), train=train, seed=seed)

@@ -1,0 +1,78 @@
+"""OUT/class.json: what an OUT folder knows about its class beyond each submission's results.json.
+
+    source        the file, folder or zip `grade` was given (absolute), so that `regrade` can read it again
+    zip_encoding  the code page for zip names that are not UTF-8, if one was given
+    origins       {submission: {lms, key, student, late, original}} for LMS downloads (see lms_names)
+    roster        {"file", "text"}: the roster CSV as given, so a regrade rewrites the LMS files without it
+    overrides     the instructor's overrides as read (see overrides), applied to every class file
+and, written with the class files (grades.csv, LMS files, report):
+    students      the roster's students, each with the submission matched to it (None: did not submit)
+    final         {submission: {steps, total, overrides, late}}: the scores every class file shows
+    notes         what the instructor was told while writing them
+
+Plain JSON, read by the report (which imports nothing from here) and by `merge` and `regrade`.
+"""
+
+import json
+from pathlib import Path
+
+from grader.classes.overrides import Override, final_scores, resolve
+from grader.outfiles import write_atomic
+
+RECORD = "class.json"
+
+
+def read_record(out):
+    """OUT's class record, or {} when there is none (an OUT from an older kit, or a single file)."""
+    path = Path(out) / RECORD
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_record(out, record):
+    write_atomic(Path(out) / RECORD, json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def is_class_out(out):
+    """True when OUT holds a graded class (its results/ folder or class record)."""
+    out = Path(out)
+    return (out / RECORD).is_file() or (out / "results").is_dir()
+
+
+def overrides_of(record):
+    return [Override(**item) for item in record.get("overrides") or []]
+
+
+def aliases_of(record):
+    """{roster identifier or name: submission} for overrides that name a student rather than a file."""
+    aliases = {}
+    for student in record.get("students") or []:
+        if student.get("submission"):
+            for key, value in student.items():
+                if key not in ("submission", "late", "section", "group") and isinstance(value, str) and value:
+                    aliases.setdefault(value, student["submission"])
+    return aliases
+
+
+def late_of(name, record):
+    """True or False when the LMS download or the roster says whether `name` was late, else None."""
+    origin = (record.get("origins") or {}).get(name) or {}
+    if origin.get("late") is not None:
+        return bool(origin["late"])
+    for student in record.get("students") or []:
+        if student.get("submission") == name and student.get("late") is not None:
+            return bool(student["late"])
+    return None
+
+
+def finals(results, record):
+    """({submission: final scores}, notes): every result with its overrides applied and its late flag."""
+    found, notes = resolve(overrides_of(record), [result.name for result in results], aliases_of(record))
+    scores = {}
+    for result in results:
+        scores[result.name] = final_scores(result, found.get(result.name, ()))
+        scores[result.name]["late"] = late_of(result.name, record)
+    return scores, notes

@@ -1,0 +1,204 @@
+"""The cohort report's view of the class as people: a row per student, who did not submit, overrides.
+
+Reads OUT/class.json (written with grades.csv; see grader.classes.class_record) as plain JSON:
+roster names and ids, LMS origins and late flags, and the final scores (overrides applied), so that
+the report, grades.csv and the LMS files show the same numbers. Without a class.json (a class graded
+by an older kit), every row is just the submission's name and its graded score.
+
+Also the per-check and per-step causes of the item analysis: which diagnosed mistakes made people fail
+each check, most common first.
+"""
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+from grader.chapter import BY_KEY, STEP_KEYS
+from grader.check.causes import CAUSES
+from grader.feedback import diagnosis
+from grader.sandbox.limits import Limit
+from grader.text import clean
+from grader.text import html as esc
+
+NOT_DONE = ("not implemented yet", "is not defined in your submission")
+ROSTER_IDS = ("canvas_id", "participant_id", "sis_user_id", "email", "username", "idnumber", "sis_login_id")
+
+
+def read_class(out):
+    try:
+        data = json.loads((Path(out) / "class.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def apply_finals(submissions, record):
+    """Give each submission its final score and steps (overrides applied), as grades.csv shows them."""
+    final = record.get("final") or {}
+    for submission in submissions:
+        entry = final.get(submission.name)
+        if entry:
+            submission.score = float(entry["total"])
+            submission.steps = {key: float(value) for key, value in entry["steps"].items()}
+
+
+def _student_of(name, record):
+    """The roster entry matched to submission `name` (the first, for a group), or {}."""
+    for student in record.get("students") or []:
+        if student.get("submission") == name:
+            return student
+    return {}
+
+
+def who(name, record):
+    """(display name, id) of a submission: the roster's name and id, else the LMS download's, else its name."""
+    student = _student_of(name, record)
+    origin = (record.get("origins") or {}).get(name) or {}
+    display = student.get("name") or origin.get("student") or name
+    ident = next((student[key] for key in ROSTER_IDS if student.get(key)), "") or origin.get("key", "")
+    return clean(display), clean(ident)
+
+
+def what_went_wrong(submission, maxima):
+    """Short phrases: per step that lost points its diagnosed cause (or 'not done', or 'no known cause'),
+    then limits hit and files that did not load."""
+    phrases = []
+    for key in STEP_KEYS:
+        top = maxima.get(key) or 0
+        if submission.steps.get(key, 0.0) >= top - 1e-9:
+            continue
+        tests = [t for t in submission.tests if t["name"].partition(":")[0] == key]
+        lost = [t for t in tests if t["score"] < t["max_score"]]
+        found = (submission.diagnosis or {}).get(key)
+        if lost and len(lost) == len(tests) and all(any(m in t.get("output", "") for m in NOT_DONE) for t in lost):
+            phrases.append(f"{key}: not done")
+        elif found:
+            phrases.append(f"{key}: {found.get('title') or CAUSES[found['cause']].title}")
+        elif lost:
+            phrases.append(f"{key}: {len(lost)} check(s) failed, no known cause")
+        else:
+            phrases.append(f"{key}: overridden")
+    for limit in submission.limits:
+        kind = Limit.parse(limit.get("kind"))
+        phrases.append(f"{limit.get('step')}: {kind.words if kind else limit.get('kind')}")
+    return phrases
+
+
+def student_rows(submissions, record, maxima):
+    """One dict per submission, in name order: who, id, total, steps, late, what went wrong, overrides."""
+    final = record.get("final") or {}
+    rows = []
+    for submission in sorted(submissions, key=lambda s: s.name):
+        display, ident = who(submission.name, record)
+        entry = final.get(submission.name) or {}
+        rows.append({"submission": submission.name, "name": display, "id": ident, "total": submission.score,
+                     "steps": dict(submission.steps), "late": entry.get("late"),
+                     "wrong": what_went_wrong(submission, maxima), "overrides": entry.get("overrides") or [],
+                     "load_errors": bool(submission.problems)})
+    return rows
+
+
+def not_submitted(record):
+    """The roster students with no submission: [(name, id)]."""
+    return [(clean(student.get("name") or ""),
+             clean(next((student[key] for key in ROSTER_IDS if student.get(key)), "")))
+            for student in record.get("students") or [] if not student.get("submission")]
+
+
+def check_causes(submissions):
+    """{check name: [(cause title, count)]}: the diagnosed cause behind each failure of each check."""
+    found = {}
+    for submission in submissions:
+        for test in submission.tests:
+            if test["score"] >= test["max_score"]:
+                continue
+            cause, _ = diagnosis.evidence_of(diagnosis.as_record(test))
+            if cause is None:
+                step_cause = (submission.diagnosis or {}).get(test["name"].partition(":")[0])
+                cause = step_cause["cause"] if step_cause else None
+            title = CAUSES[cause].title if cause in CAUSES else "no known cause"
+            counts = found.setdefault(test["name"], {})
+            counts[title] = counts.get(title, 0) + 1
+    return {name: sorted(counts.items(), key=lambda item: -item[1]) for name, counts in found.items()}
+
+
+def step_causes(submissions):
+    """{step: [(cause title, count)]}: the causes diagnosed for each step, most common first."""
+    found = {}
+    for submission in submissions:
+        for step, diagnosed in (submission.diagnosis or {}).items():
+            if diagnosed:
+                counts = found.setdefault(step, {})
+                title = diagnosed.get("title") or CAUSES[diagnosed["cause"]].title
+                counts[title] = counts.get(title, 0) + 1
+    return {step: sorted(counts.items(), key=lambda item: -item[1]) for step, counts in found.items()}
+
+
+def causes_text(pairs, limit=2):
+    return "; ".join(f"{title} ({count})" for title, count in pairs[:limit]) + (
+        f"; {len(pairs) - limit} more" if len(pairs) > limit else "")
+
+
+# --- HTML --------------------------------------------------------------------------------------------------------
+def _link(name, out):
+    page = Path(out) / "feedback" / f"{name}.html"
+    return f"<a href='{esc('feedback/' + quote(name) + '.html')}'>{esc(name)}</a>" if page.is_file() else esc(name)
+
+
+def students_section(rows, maxima, out):
+    """The per-student table (final scores; overridden steps and totals marked with *)."""
+    with_late = any(row["late"] is not None for row in rows)
+    head = ("<tr><th>student</th><th>id</th><th>submission</th><th>total</th>"
+            + "".join(f"<th title='{esc(BY_KEY[key].title)}'>{BY_KEY[key].number}</th>" for key in STEP_KEYS)
+            + ("<th>late</th>" if with_late else "") + "<th>what went wrong</th></tr>")
+    body = []
+    for row in rows:
+        marked = {item["step"] for item in row["overrides"]}
+        cells = [esc(row["name"]), esc(row["id"]), _link(row["submission"], out),
+                 f"<b>{row['total']:g}</b>{'*' if 'total' in marked else ''}"]
+        cells += [f"{row['steps'].get(key, 0.0):g}{'*' if key in marked else ''}" for key in STEP_KEYS]
+        if with_late:
+            cells.append("" if row["late"] is None else ("<b>late</b>" if row["late"] else "on time"))
+        wrong = "; ".join(row["wrong"]) + (" · file partly did not load" if row["load_errors"] else "")
+        cells.append(f"<small>{esc(wrong) or 'nothing'}</small>")
+        body.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
+    total = sum(maxima.values())
+    return (f"<h2 id='students'>Students ({len(rows)})</h2><p class='sub'>Final scores out of {total:g} "
+            "(steps: " + ", ".join(f"{BY_KEY[key].number}. {esc(key)} /{maxima.get(key, 0):g}" for key in STEP_KEYS)
+            + "); * overridden, see below.</p><table class='students'>" + head + "".join(body) + "</table>")
+
+
+def missing_section(missing):
+    if not missing:
+        return ""
+    return (f"<h2 id='missing'>Did not submit ({len(missing)})</h2><p>"
+            + ", ".join(esc(name) + (f" <small>({esc(ident)})</small>" if ident else "")
+                        for name, ident in missing)
+            + "</p>")
+
+
+def overrides_section(rows):
+    listed = [(row, item) for row in rows for item in row["overrides"]]
+    if not listed:
+        return ""
+    return ("<h2 id='overrides'>Overrides</h2><table><tr><th>student</th><th>submission</th><th>changed</th>"
+            "<th>reason</th></tr>" + "".join(
+                f"<tr><td>{esc(row['name'])}</td><td>{esc(row['submission'])}</td><td>{esc(item['step'])} set to "
+                f"{item['points']:g}</td><td>{esc(item['reason'])}</td></tr>" for row, item in listed) + "</table>")
+
+
+def summary_lines(rows, missing):
+    """Terminal lines that agree with the per-student table."""
+    lines = []
+    late = [row["submission"] for row in rows if row["late"]]
+    if late:
+        lines.append(f"late: {len(late)} ({', '.join(late[:5])}{', ...' if len(late) > 5 else ''})")
+    overridden = [(row["submission"], item) for row in rows for item in row["overrides"]]
+    if overridden:
+        lines.append(f"overrides: {len(overridden)} (" + "; ".join(
+            f"{name}: {item['step']} set to {item['points']:g}, {item['reason']}"
+            for name, item in overridden[:5]) + ")")
+    if missing:
+        lines.append(f"did not submit: {len(missing)} ({', '.join(name for name, _ in missing[:5])}"
+                     f"{', ...' if len(missing) > 5 else ''})")
+    return lines

@@ -1,0 +1,515 @@
+"""Cohort integrity: pairs of submissions that share more than the book explains, ranked by evidence.
+
+After a bulk grade, OUT/integrity.html and OUT/integrity.csv list every pair of
+students with some evidence of shared work, highest score first. Three signals,
+each computed and shown on its own; none is proof (docs/integrity.md):
+
+  code       fingerprints of the code (copydetect's k-grams, names normalised as MOSS does) that the
+             two files share, once the starter code, the chapter's listings and the reference solution
+             are removed as boilerplate, each weighted by how rare it is in the cohort;
+  behaviour  the same wrong output on the same checks (hidden or visible), weighted by how few other
+             submissions fail that check with that exact output;
+  details    identical unusual names, comments, string literals or commented-out code that few others have.
+
+The score mixes them with fixed weights; the threshold above which a pair is flagged was measured
+on a cohort of independently written solutions and disguised copies (tests/kit/integrity_cohort/).
+The page reads OUT/results/*.json (for behaviour) and the submitted files (for code and details).
+"""
+
+import ast
+import builtins
+import csv
+import functools
+import io
+import json
+import keyword
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from urllib.parse import quote
+
+from grader.check.loader import SubmissionError, read_chunks
+from grader.outfiles import write_atomic
+from grader.paths import CHAPTER_TEXT, ROOT, SOLUTION
+from grader.text import csv_row
+from grader.text import html as esc
+
+STARTERS = (ROOT / "exercises" / "attention.py", ROOT / "exercises" / "attention.ipynb")  # what students start from
+K = 25  # characters of normalised code per fingerprint: copydetect's default noise threshold (about one statement)
+COMMON = 10  # a fingerprint, output or detail found in more submissions than this is common knowledge (MOSS's -m)
+OWN_FLOOR = 150  # fingerprints: a file with less own code than this is compared as if it had this much
+BEHAVIOUR_FULL = 3.0  # rarity-weighted shared wrong outputs that make the behaviour signal 1
+DETAILS_FULL = 4.0  # rarity-weighted shared unusual details that make the details signal 1
+WEIGHTS = {"code": 0.6, "behaviour": 0.25, "details": 0.15}
+THRESHOLD = 0.30  # measured on tests/kit/integrity_cohort: see docs/integrity.md
+MAX_CODE = 200_000  # characters compared per file: a solution is 5-15 kB; pasted data only costs time
+SHOWN_PAIRS = 15  # pairs with a side-by-side view on the page (the flagged ones and the next highest)
+MIN_COMMENT, MIN_STRING = 15, 12  # characters: shorter ones are too common to mean anything
+COINED = re.compile(r"[a-z][_0-9A-Z]|[A-Za-z][_0-9]")  # names put together (p_attn, headDim, w2), not plain words
+# Python's token classes, as the stdlib tokenizer tells them apart (tests/kit/test_integrity.py compares the two).
+ESCAPE = r"\\[\s\S]"  # a backslash and any character, a newline included
+# An unterminated string runs to the end of its line (of the file, for ''' and """), as one token: each
+# opening quote is then read once, so no file, however hostile, costs more than one pass.
+QUOTED = "|".join((rf"'''(?:{ESCAPE}|[^\\])*?(?:'''|\Z)", rf'"""(?:{ESCAPE}|[^\\])*?(?:"""|\Z)',
+                   rf"'(?:{ESCAPE}|[^\\'\n])*(?:'|(?=\n)|\Z)", rf'"(?:{ESCAPE}|[^\\"\n])*(?:"|(?=\n)|\Z)'))
+TOKEN = re.compile("|".join((
+    r"(?P<comment>#[^\r\n]*)",
+    r"(?P<string>[rRbBuUfF]{0,2}(?:" + QUOTED + "))",
+    r"(?P<name>[^\W\d]\w*)",
+    r"(?P<number>0[xXoObB][\da-fA-F_]+|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?[jJ]?)",
+    r"(?P<op>\*\*=?|//=?|>>=?|<<=?|->|:=|\.\.\.|[-+*/%&|^@=<>!]=|[-+*/%&|^@~<>=.,:;()\[\]{}])",
+)))  # whitespace and line continuations match nothing: finditer steps over them
+KEPT_NAMES = set(keyword.kwlist) | set(dir(builtins)) | {"self", "cls"}
+NOT_IMPLEMENTED = re.compile(r"not implemented yet|NotImplementedError")
+
+
+@dataclass
+class Student:
+    name: str
+    code: str = ""  # the submitted code (a notebook's code cells joined), "" when unreadable or not given
+    found: list = field(default_factory=list)  # tokens(code)
+    own: set = field(default_factory=set)  # the code's fingerprints, less the boilerplate's
+    failures: dict = field(default_factory=dict)  # signature -> (check, visibility, output)
+    details: dict = field(default_factory=dict)  # key -> what to show
+
+
+@dataclass
+class Pair:
+    a: Student
+    b: Student
+    code: float = 0.0
+    behaviour: float = 0.0
+    details: float = 0.0
+    shared_prints: int = 0
+    shared_failures: list = field(default_factory=list)  # (signature, how many submissions have it)
+    shared_details: list = field(default_factory=list)
+
+    @property
+    def score(self):
+        return (WEIGHTS["code"] * self.code + WEIGHTS["behaviour"] * self.behaviour
+                + WEIGHTS["details"] * self.details)
+
+    @property
+    def flagged(self):
+        return self.score > THRESHOLD
+
+
+# --- reading code --------------------------------------------------------------------------------------------------
+def read_code(path):
+    """The code of a .py or .ipynb submission (cells joined; its first MAX_CODE characters), or "" when it
+    cannot be read."""
+    try:
+        return "\n".join(chunk.source for chunk in read_chunks(path))[:MAX_CODE]
+    except (SubmissionError, OSError, ValueError):
+        return ""
+
+
+def tokens(code):
+    """[(kind, text, start)] of `code`: comments, strings, names, numbers and operators, by one regular
+    expression (the stdlib tokenizer splits the same way at four times the cost: docs/integrity.md).
+    Whitespace, and characters no token takes (a stray `$`, the quote of an unterminated string), are skipped."""
+    return [(match.lastgroup, match.group(), match.start()) for match in TOKEN.finditer(code)]
+
+
+def without_lines(code, found, lines):
+    """The tokens of `found` that do not stand on a line of `lines` (stripped): a student's own tokens once
+    every line typed from the book or the starter file is taken out. Fingerprints alone would keep the
+    k-grams that straddle two boilerplate lines (a solved function, then the notebook's demo line)."""
+    kept, starts = [], [0]
+    for line in code.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    boiler = [line.strip() in lines for line in code.splitlines()]
+    row = 0
+    for token in found:
+        while row + 1 < len(starts) and starts[row + 1] <= token[2]:
+            row += 1
+        if row >= len(boiler) or not boiler[row]:
+            kept.append(token)
+    return kept
+
+
+def written(found):
+    """[(what, start, end)]: each token as copydetect's filter writes it (names V, defined functions F,
+    classes O, strings S; comments dropped), and where it stands in the code. copydetect's own filter
+    lexes with Pygments, which costs four times the regular expression of `tokens` again."""
+    out, previous = [], ""
+    for kind, text, start in found:
+        if kind == "comment":
+            continue
+        if kind == "name":
+            what = text if text in KEPT_NAMES else {"def": "F", "class": "O"}.get(previous, "V")
+        else:
+            what = "S" if kind == "string" else text
+        previous = text
+        out.append((what, start, start + len(text)))
+    return out
+
+
+def normalise(found):
+    """The normalised code: what the fingerprints are taken of (whitespace is gone with the tokens)."""
+    return "".join(what for what, _, _ in written(found))
+
+
+def origins(found):
+    """Per character of normalise(found): (start, end) in the code of the token it came from."""
+    spans = []
+    for what, start, end in written(found):
+        spans.extend([(start, end)] * len(what))
+    return spans
+
+
+@functools.lru_cache(maxsize=None)
+def copydetect_fingerprints():
+    """copydetect's k-gram fingerprinting, or None where it is not installed (the code signal is then left out)."""
+    try:
+        from copydetect.utils import get_document_fingerprints
+    except ImportError:
+        return None
+    return get_document_fingerprints
+
+
+def fingerprints(text):
+    """Every k-gram of the normalised code, hashed (copydetect's hashed_kgrams: window 1, all of them, so
+    that the result does not depend on Python's per-process string hashes)."""
+    if copydetect_fingerprints() is None or len(text) < K:
+        return set()
+    from copydetect.utils import hashed_kgrams
+
+    return set(hashed_kgrams(text, K).tolist())
+
+
+def positions(text):
+    """{fingerprint: first position in text} (copydetect's document fingerprints), for the side-by-side view."""
+    if copydetect_fingerprints() is None or len(text) < K:
+        return {}
+    _, where = copydetect_fingerprints()(text, K, 1)
+    return {int(hashed): int(min(found)) for hashed, found in where.items()}
+
+
+def boilerplate_code():
+    """The code everyone may share: the starter files (the notebook's setup and check cells too), the
+    reference solution and the chapter's listings."""
+    texts = [read_code(path) for path in (*STARTERS, SOLUTION) if path.is_file()]
+    if CHAPTER_TEXT.is_file():
+        texts += re.findall(r"```python\n(.*?)```", CHAPTER_TEXT.read_text(encoding="utf-8"), flags=re.S)
+    return texts
+
+
+# --- the signals ---------------------------------------------------------------------------------------------------
+def failure_signatures(data):
+    """{signature: (check, visibility, output)} for each check failed with a wrong output (not a stub, a limit)."""
+    found = {}
+    for test in data.get("tests") or []:
+        if test.get("score", 0) >= test.get("max_score", 0):
+            continue
+        output = str(test.get("output") or "")
+        extra = test.get("extra_data") or {}
+        if extra.get("limit") or NOT_IMPLEMENTED.search(output):
+            continue  # timeouts, crashes of the sandbox and unfinished stubs are no behaviour of the code
+        picture = json.dumps(extra.get("picture"), sort_keys=True) if extra.get("picture") else ""
+        signature = f"{test.get('name')}\0{' '.join(output.split())}\0{picture}"
+        found[signature] = (str(test.get("name")), str(test.get("visibility") or "visible"), output)
+    return found
+
+
+def unusual_details(found, usual):
+    """{key: shown text}: names the file defines or uses (not library attributes), comments, long strings
+    and commented-out code, less those in `usual` (the boilerplate's); `found` is tokens(code)."""
+    details, before = {}, ("", "")
+    for kind, text, _ in found:
+        if kind == "name" and COINED.search(text) and text not in KEPT_NAMES and (
+                before[1] != "." or before[0] == "self"):
+            key, shown = "name " + text, f"name `{text}`"
+        elif kind == "comment":
+            words = " ".join(text.lstrip("#").split()).lower()
+            dead = _is_code(text.lstrip("#").strip())
+            if len(words) < MIN_COMMENT and not dead:
+                continue
+            key, shown = ("dead " if dead else "comment ") + words, (
+                "commented-out code" if dead else "comment") + f" `{text.strip()[:120]}`"
+        elif kind == "string" and len(text) >= MIN_STRING:
+            words = " ".join(text.split())
+            key, shown = "string " + words, f"string `{words[:120]}`"
+        else:
+            key = None
+        if kind != "comment":
+            before = (before[1], text)
+        if key and key not in usual:
+            details.setdefault(key, shown)
+    return details
+
+
+def _is_code(text):
+    """Whether a comment's text is a Python statement (commented-out code), not prose or a shape note."""
+    if not re.search(r"[=(]", text):
+        return False
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return any(isinstance(node, (ast.Call, ast.Assign, ast.AugAssign, ast.Return)) for node in ast.walk(tree))
+
+
+def rarity(count, total):
+    """The weight of an item `count` of `total` submissions have: 1 when only a pair has it, falling
+    like an inverse document frequency, log(total / count), the more others have it."""
+    return math.log(total / count) / math.log(total / 2) if total > 2 else 1.0
+
+
+def shared_weights(students, attribute):
+    """{(i, j): (weighted sum, [(item, count)])} over the items two students share, rare items only."""
+    owners = {}
+    for index, student in enumerate(students):
+        for item in getattr(student, attribute):
+            owners.setdefault(item, []).append(index)
+    sums = {}
+    for item, who in owners.items():
+        if not 2 <= len(who) <= COMMON:
+            continue
+        weight = rarity(len(who), len(students))
+        for pair in combinations(who, 2):
+            total, items = sums.get(pair, (0.0, []))
+            items.append((item, len(who)))
+            sums[pair] = (total + weight, items)
+    return sums
+
+
+# --- the class -----------------------------------------------------------------------------------------------------
+def load_students(out, sources):
+    """The graded students of OUT with their failures, and their code where `sources` gives a file."""
+    paths = dict(sources or ())
+    students = []
+    for path in sorted((Path(out) / "results").glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # the report names unreadable results files; here they only give no evidence
+        name = str((data.get("extra_data") or {}).get("submission") or path.stem)
+        student = Student(name, failures=failure_signatures(data))
+        source = paths.get(name)
+        if source is not None:
+            student.code = read_code(source)
+        students.append(student)
+    return students
+
+
+def compare(students):
+    """Every pair with some evidence, highest score first."""
+    boilerplate = boilerplate_code()
+    common, usual, lines = set(), set(), set()
+    for text in boilerplate:
+        found = tokens(text)
+        common |= fingerprints(normalise(found))
+        usual |= set(unusual_details(found, ()))
+        lines |= {line.strip() for line in text.splitlines()} - {""}
+    for student in students:
+        student.found = without_lines(student.code, tokens(student.code), lines)
+        student.own = fingerprints(normalise(student.found)) - common
+        student.details = unusual_details(student.found, usual)
+    pairs = {}
+
+    def pair(i, j):
+        if (i, j) not in pairs:
+            pairs[i, j] = Pair(students[i], students[j])
+        return pairs[i, j]
+
+    for (i, j), (total, items) in shared_weights(students, "own").items():
+        found = pair(i, j)
+        size = math.sqrt(max(len(students[i].own), OWN_FLOOR) * max(len(students[j].own), OWN_FLOOR))
+        found.code, found.shared_prints = min(1.0, total / size), len(items)
+    for (i, j), (total, items) in shared_weights(students, "failures").items():
+        found = pair(i, j)
+        found.behaviour, found.shared_failures = min(1.0, total / BEHAVIOUR_FULL), items
+    for (i, j), (total, items) in shared_weights(students, "details").items():
+        found = pair(i, j)
+        found.details, found.shared_details = min(1.0, total / DETAILS_FULL), items
+    return sorted(pairs.values(), key=lambda p: (-p.score, p.a.name, p.b.name))
+
+
+def reasons(pair):
+    """One line per signal, for the CSV (the page shows each in full)."""
+    parts = []
+    if pair.code:
+        parts.append(f"code {pair.code:.2f}: {pair.shared_prints} rare fingerprints of their own code in common")
+    if pair.behaviour:
+        hidden = sum(pair.a.failures[s][1] != "visible" for s, _ in pair.shared_failures)
+        parts.append(f"behaviour {pair.behaviour:.2f}: the same wrong output on {len(pair.shared_failures)} "
+                     f"check(s) ({hidden} hidden)")
+    if pair.details:
+        parts.append(f"details {pair.details:.2f}: {len(pair.shared_details)} unusual name(s), comment(s) or "
+                     "string(s) in common")
+    return "; ".join(parts)
+
+
+def csv_text(pairs):
+    stream = io.StringIO()
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(["student_a", "student_b", "score", "flagged", "reasons"])
+    for pair in pairs:
+        writer.writerow(csv_row([pair.a.name, pair.b.name, f"{pair.score:.3f}", "yes" if pair.flagged else "no",
+                                 reasons(pair)]))
+    return stream.getvalue()
+
+
+# --- the page ------------------------------------------------------------------------------------------------------
+def matching_blocks(pair):
+    """[(a_start, a_end, b_start, b_end)] in characters of the two files' code: the shared rare regions,
+    found as runs of fingerprints that sit in the same order in both files (so that functions moved
+    around still line up block by block), without overlaps in either file."""
+    a, b = pair.a, pair.b
+    a_spans, b_spans = origins(a.found), origins(b.found)
+    a_at, b_at = positions(normalise(a.found)), positions(normalise(b.found))
+    starts = sorted((a_at[h], b_at[h]) for h in a.own & b.own if h in a_at and h in b_at)
+    runs = []
+    for i, j in starts:
+        if runs and 0 < i - runs[-1][1] <= 2 * K and abs((j - i) - (runs[-1][3] - runs[-1][1])) <= K:
+            runs[-1][1], runs[-1][3] = i, j
+        else:
+            runs.append([i, i, j, j])
+    blocks, a_end, b_ends = [], 0, []
+    for i0, i1, j0, j1 in runs:
+        i1, j1 = min(i1 + K, len(a_spans)), min(j1 + K, len(b_spans))
+        i0 = max(i0, a_end)  # a k-gram reaches K characters past its start: the next run may begin inside
+        j0 = max([j0] + [end for start, end in b_ends if start <= j0 < end])
+        if i1 - i0 >= K // 2 and j1 - j0 >= K // 2:  # what clipping leaves of a run can be a sliver
+            blocks.append((a_spans[i0][0], a_spans[i1 - 1][1], b_spans[j0][0], b_spans[j1 - 1][1]))
+            a_end = i1
+            b_ends.append((j0, j1))
+    return blocks
+
+
+def snippet(code, start, end):
+    """The whole lines of `code` around [start, end), the shared part marked, escaped for HTML."""
+    first = code.rfind("\n", 0, start) + 1
+    last = code.find("\n", end)
+    last = len(code) if last < 0 else last
+    number = code.count("\n", 0, first) + 1
+    text = esc(code[first:start]) + "<mark>" + esc(code[start:end]) + "</mark>" + esc(code[end:last])
+    lines = text.split("\n")
+    width = len(str(number + len(lines)))
+    return "\n".join(f"<span class='ln'>{number + index:>{width}}</span> {line}" for index, line in enumerate(lines))
+
+
+def shorten(text, limit):
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def student_link(name, out):
+    page = Path(out) / "feedback" / f"{name}.html"
+    href = esc(f"feedback/{quote(name)}.html")
+    return f"<a href='{href}'>{esc(name)}</a>" if page.is_file() else esc(name)
+
+
+def pair_section(index, pair, out):
+    a, b = pair.a, pair.b
+    parts = [f"<section id='pair-{index}'><h3>{index}. {student_link(a.name, out)} and {student_link(b.name, out)}"
+             f" <small>score {pair.score:.2f}{' · above the threshold' if pair.flagged else ''}</small></h3><ul>"]
+    parts.append(f"<li><b>Code</b> {pair.code:.2f}: " + (
+        f"{pair.shared_prints} fingerprints of code beyond the book and the starter file are in both files, "
+        "each weighted by how few others have it." if pair.code else "no rare code in common.") + "</li>")
+    if pair.shared_failures:
+        rows = "".join(
+            f"<tr><td>{esc(a.failures[s][0])}</td><td>{esc(a.failures[s][1])}</td><td>{count - 2}</td>"
+            f"<td><small>{esc(shorten(a.failures[s][2], 300))}</small></td></tr>" for s, count in pair.shared_failures)
+        parts.append(f"<li><b>Behaviour</b> {pair.behaviour:.2f}: both fail these checks with identical output "
+                     "(a common mistake can do this too):<table><tr><th>check</th><th>visibility</th>"
+                     f"<th>others with this output</th><th>output</th></tr>{rows}</table></li>")
+    else:
+        parts.append(f"<li><b>Behaviour</b> {pair.behaviour:.2f}: no wrong output in common.</li>")
+    if pair.shared_details:
+        items = ", ".join(f"{esc(a.details[key])}{f' (+{count - 2} others)' if count > 2 else ''}"
+                          for key, count in pair.shared_details[:12])
+        parts.append(f"<li><b>Details</b> {pair.details:.2f}: {items}</li>")
+    else:
+        parts.append(f"<li><b>Details</b> {pair.details:.2f}: no unusual name, comment or string in common.</li>")
+    parts.append("</ul>")
+    blocks = matching_blocks(pair) if a.code and b.code else []
+    if blocks:
+        parts.append(f"<table class='side'><tr><th>{esc(a.name)}</th><th>{esc(b.name)}</th></tr>" + "".join(
+            f"<tr><td><pre>{snippet(a.code, i0, i1)}</pre></td><td><pre>{snippet(b.code, j0, j1)}</pre></td></tr>"
+            for i0, i1, j0, j1 in blocks) + "</table>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def page(pairs, students, out, seconds):
+    flagged = [pair for pair in pairs if pair.flagged]
+    with_code = sum(bool(s.code) for s in students)
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Cohort integrity</title>"
+             f"<style>{STYLE}</style></head><body><h1>Cohort integrity</h1>",
+             f"<p class='sub'>{len(students)} submissions ({with_code} with code read) · "
+             f"{len(students) * (len(students) - 1) // 2} pairs compared · {len(pairs)} with some evidence · "
+             f"{len(flagged)} above the threshold {THRESHOLD:.2f} · {seconds:.1f} s</p>",
+             "<p class='warn'><b>Evidence, not proof.</b> Each pair below shares more than the rest of the class "
+             "does; none of these signals shows that anyone copied. Honest students type the book's code, follow "
+             "the same public tutorials and make the same common mistakes. Read the matching code, talk to the "
+             "students, and follow your institution's procedure before drawing any conclusion.</p>",
+             "<p>Three signals, each shown separately: <b>code</b> (copydetect fingerprints, names normalised, "
+             "after removing the starter file, the chapter's listings and the reference solution, each weighted by "
+             "its rarity in this class), <b>behaviour</b> (identical wrong outputs on the same checks, weighted by "
+             "rarity) and <b>details</b> (identical unusual names, comments, strings or commented-out code). "
+             f"Score = {WEIGHTS['code']:g} × code + {WEIGHTS['behaviour']:g} × behaviour + "
+             f"{WEIGHTS['details']:g} × details; the threshold and the method are in docs/integrity.md.</p>"]
+    if not with_code:
+        parts.append("<p class='warn'>The submitted files were not available to this step (a merge of shards): "
+                     "only the behaviour signal is shown.</p>")
+    elif copydetect_fingerprints() is None:
+        parts.append("<p class='warn'>copydetect is not installed (<code>pip install -r requirements-publish.txt"
+                     "</code>): the code signal is left out.</p>")
+    if not pairs:
+        parts.append("<p>No pair shares anything beyond the book, the starter code and common mistakes.</p>")
+    else:
+        parts.append("<table><tr><th>#</th><th>student</th><th>student</th><th>score</th><th>code</th>"
+                     "<th>behaviour</th><th>details</th><th>reasons</th></tr>" + "".join(
+                         f"<tr{' class=flag' if pair.flagged else ''}><td>{index}</td><td>{esc(pair.a.name)}</td>"
+                         f"<td>{esc(pair.b.name)}</td><td>{pair.score:.2f}</td><td>{pair.code:.2f}</td>"
+                         f"<td>{pair.behaviour:.2f}</td><td>{pair.details:.2f}</td><td><small>"
+                         + (f"<a href='#pair-{index}'>{esc(reasons(pair))}</a>" if index <= shown_count(pairs)
+                            else esc(reasons(pair))) + "</small></td></tr>"
+                         for index, pair in enumerate(pairs[:max(50, len(flagged))], start=1)) + "</table>")
+        if len(pairs) > max(50, len(flagged)):
+            parts.append(f"<p class='sub'>{len(pairs) - max(50, len(flagged))} more pairs with weaker evidence "
+                         "are in integrity.csv.</p>")
+        parts.append("<h2>The pairs side by side</h2><p class='sub'>Marked: code two files share beyond the "
+                     "boilerplate, region by region (functions moved around still line up).</p>")
+        parts += [pair_section(index, pair, out) for index, pair in enumerate(pairs[:shown_count(pairs)], start=1)]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def shown_count(pairs):
+    return max(SHOWN_PAIRS, sum(pair.flagged for pair in pairs))
+
+
+def write_integrity(out, sources=None):
+    """Write OUT/integrity.html and OUT/integrity.csv; `sources` is the class's (name, path) list
+    (None: the files are not at hand, as after a merge, and only behaviour is compared). Returns a summary."""
+    started = time.monotonic()
+    out = Path(out)
+    if sources is None and (out / "integrity.html").is_file():
+        return (f"integrity: kept {out / 'integrity.html'} from the last grading of the whole class (the submitted "
+                "files are not at hand here; grade the class again to refresh it)")
+    students = load_students(out, sources)
+    pairs = compare(students)
+    seconds = time.monotonic() - started
+    write_atomic(out / "integrity.csv", csv_text(pairs))
+    write_atomic(out / "integrity.html", page(pairs, students, out, seconds))
+    flagged = sum(pair.flagged for pair in pairs)
+    return (f"integrity: {len(students)} submissions, {flagged} pair(s) above the threshold {THRESHOLD:.2f} "
+            f"in {time.monotonic() - started:.2f} s: {out / 'integrity.html'}")
+
+
+STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:80rem;color:#222;
+line-height:1.45;padding:0 1rem} .sub{color:#666} .warn{background:#fff8e1;border-left:4px solid #f0b400;
+padding:.5rem .8rem}
+h2{border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2rem} h3{margin-top:2rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem} td,th{border:1px solid #ddd;padding:.25rem .5rem;
+text-align:left;vertical-align:top} th{background:#f5f5f5} tr.flag td{background:#fff3e0}
+table.side{width:100%;table-layout:fixed} table.side td{width:50%}
+pre{margin:0;font-size:.78rem;white-space:pre-wrap;word-break:break-all} mark{background:#ffe08a}
+.ln{color:#999;user-select:none}
+"""

@@ -1,0 +1,84 @@
+"""nbgrader plugins of the attention course (copied into the course as kit_nbgrader.py by `make publish`).
+
+KitCollector: who a file of an LMS download belongs to, for `nbgrader zip_collect`. nbgrader's own
+collector needs a regular expression that nothing in the course provides, and without one it
+collects nothing and still exits 0. This one recognises:
+  * one folder per student, named by the nbgrader student id:   <student id>/attention.ipynb
+    (also one zip per student named by the id: <student id>.zip holding attention.ipynb);
+  * a Canvas bulk download: <name>[_LATE]_<Canvas user id>_<file id>_attention.ipynb, where the student
+    id is the Canvas user id (import students with those ids: the `ID` column of the gradebook export).
+A resubmission that Canvas renamed (`attention-1.ipynb`) is collected as attention.ipynb.
+
+QuietOverwriteCells: nbgrader's OverwriteCells, minus one warning per hidden-test cell per notebook.
+The released notebook never holds the hidden tests (ClearHiddenTests removed them), so every hidden
+cell's checksum differs from the gradebook's and nbgrader warns "Attribute 'checksum' for cell ... has
+changed!" before restoring the tests: 38 warnings per notebook that say nothing. This prints one line
+per notebook saying how many were restored, and still warns for any other change (a student who edited
+a check cell).
+"""
+
+import os
+import re
+
+from nbgrader.plugins import FileNameCollectorPlugin
+from nbgrader.preprocessors import OverwriteCells
+
+CANVAS = re.compile(r"^.+?(?:_late)?_(?P<student_id>\d+)_\d+_(?P<file_id>.+?)(?:-\d+)?(?P<ext>\.ipynb)$",
+                    re.IGNORECASE)
+RESUBMITTED = re.compile(r"^(?P<stem>.+?)-\d+(?P<ext>\.ipynb)$")
+BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+
+
+class KitCollector(FileNameCollectorPlugin):
+    """Student id and notebook from a file's folder (one per student) or its Canvas download name."""
+
+    def collect(self, submitted_file):
+        if os.path.splitext(submitted_file)[1] not in self.valid_ext:
+            return None
+        name = os.path.basename(submitted_file)
+        canvas = CANVAS.match(name)
+        if canvas:
+            return {"student_id": canvas["student_id"], "file_id": canvas["file_id"] + canvas["ext"]}
+        folder = os.path.basename(os.path.dirname(submitted_file))
+        if folder in ("", "extracted", "archive"):
+            self.log.warning("Skipped %s: put each student's notebook in a folder named by their student id", name)
+            return None
+        resubmitted = RESUBMITTED.match(name)
+        return {"student_id": folder, "file_id": resubmitted["stem"] + resubmitted["ext"] if resubmitted else name}
+
+
+def released_form(source):
+    """A check cell's source as the release holds it: the hidden-test region (and its markers) removed."""
+    lines, hidden = [], False
+    for line in source.split("\n"):
+        if BEGIN in line:
+            hidden = True
+        elif END in line:
+            hidden = False
+        elif not hidden:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+class QuietOverwriteCells(OverwriteCells):
+    """OverwriteCells that counts the hidden-test restorations instead of warning about each."""
+
+    def preprocess(self, nb, resources):
+        self._restored = 0
+        nb, resources = super().preprocess(nb, resources)
+        if self._restored:
+            self.log.info("%s: restored the hidden tests of %d check cells (expected: the release never holds "
+                          "them)", resources["nbgrader"]["notebook"], self._restored)
+        return nb, resources
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        self._submitted = cell.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def report_change(self, name, attr, old, new):
+        if attr == "checksum":
+            source = self.gradebook.find_source_cell(name, self.notebook_id, self.assignment_id).source
+            if BEGIN in source and self._submitted.rstrip() == released_form(source).rstrip():
+                self._restored += 1
+                return
+        super().report_change(name, attr, old, new)

@@ -1,0 +1,516 @@
+"""Seal a freshly forked worker in an OS sandbox of its own before any student code runs.
+
+`seal(policy)` runs first thing in the worker (single-threaded, forked from the warm
+fork server). When it returns, the caller is PID 1 of new PID, mount, IPC, UTS,
+network and cgroup namespaces; sees only a read-only view of what a worker needs (the
+interpreter, site-packages, a few devices: never the checkout, the tests, the solutions,
+other submissions or OUT), a private size-capped tmpfs at /tmp (its working directory)
+and its own /proc; holds no capability and no descriptor but its connection; has an
+emptied environment, no_new_privs and a seccomp filter (`seccomp`). The process that
+called `seal` stays outside as a tiny keeper: it waits for the sandbox and exits as it
+did, so the judge's pid and exit status keep their meaning, and killing the keeper kills
+the sandbox (PDEATHSIG on its PID 1; the kernel then kills the whole PID namespace).
+
+Three ways to get there, tried in this order by `probe` (see docs/sandbox.md):
+  * "root": the grader is root (Gradescope): namespaces without a user namespace, built
+    with root's own capabilities, then PID 1 becomes the worker's private uid (which drops
+    every capability);
+  * "userns": an ordinary user (or root without CAP_SYS_ADMIN): the same inside a new user
+    namespace, where the worker is uid 0 without capabilities, mapped to the outer uid;
+  * "basic": neither works (no user namespaces, a container without the capabilities):
+    today's protections only: closed descriptors, cleared environment, rlimits, a private
+    uid as root, no_new_privs and seccomp where they load. The run says so.
+
+Linux only. Python 3.11 has no os.unshare/mount/pivot_root: everything goes through ctypes.
+"""
+
+import ctypes
+import errno
+import fcntl
+import os
+import resource
+import signal
+import site
+import socket
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.sandbox import seccomp
+
+_libc = ctypes.CDLL(None, use_errno=True)
+LINUX = hasattr(_libc, "prctl") and hasattr(_libc, "unshare")  # elsewhere only the basic mode (without prctl)
+if LINUX:
+    _libc.syscall.restype = ctypes.c_long
+    _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    _libc.unshare.argtypes = [ctypes.c_int]
+
+# <linux/sched.h>
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+BESIDE_USER = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWCGROUP
+# <linux/mount.h>
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+# <linux/prctl.h>
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 1, 4, 24, 36
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)
+SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(os.uname().machine)
+SIOCSIFFLAGS, IFF_UP = 0x8914, 0x1
+
+MODES = ("root", "userns", "basic")
+# What each mode turns on (the names the run summary and results.json use).
+ALWAYS = ("closed descriptors", "cleared environment", "rlimits")
+NAMESPACES = ("filesystem view", "private /tmp", "pid namespace", "ipc namespace", "network namespace",
+              "uts namespace", "cgroup namespace", "no capabilities")
+FILTERS = ("no_new_privs", "seccomp")
+# What `--require-sandbox` requires.
+REQUIRED = NAMESPACES + FILTERS + ALWAYS
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not be set up; the message says which step failed and why."""
+
+
+def _check(result, what):
+    if result < 0:
+        code = ctypes.get_errno()
+        raise SandboxError(f"{what}: {os.strerror(code)} (errno {code})")
+    return result
+
+
+def _mount(source, target, fstype, flags, data=None):
+    encode = lambda text: None if text is None else os.fsencode(text)  # noqa: E731
+    _check(_libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)), f"mount {target}")
+
+
+def _write(path, text, dir_fd=None):
+    fd = os.open(path, os.O_WRONLY, dir_fd=dir_fd)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class Policy:
+    keep_fd: int  # the worker's connection: the only descriptor that survives
+    mode: str = "basic"
+    view: tuple = ()  # host paths shown read-only at the same place (see `view_paths`)
+    devices: tuple = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
+    uid: "int | None" = None  # root: the private uid the worker becomes
+    cgroup: object = None  # a cgroups.Cgroup, joined first
+    bpf: bytes = b""  # seccomp.program(); empty: no filter (reported)
+    address_space: "int | None" = None  # RLIMIT_AS
+    cpu_seconds: int = 60  # RLIMIT_CPU
+    processes: int = 64  # RLIMIT_NPROC: per (user namespace, uid), so per submission in every mode but
+    # "basic" for an ordinary user (there it counts all the user's processes: see `_process_limit`)
+    open_files: int = 128
+    file_bytes: int = 1 << 20  # RLIMIT_FSIZE, in the private tmpfs (0 in basic mode: no file of the host)
+    tmp_bytes: int = 4 << 20
+    tmp_inodes: int = 1024
+    env: dict = field(default_factory=lambda: {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp",
+                                               "LANG": "C.UTF-8"})
+    hostname: str = "sandbox"
+    why: str = ""  # basic mode: why the namespaces are not available (for the report)
+    timings: bool = False  # report the time of each stage (stages_ms)
+    parent: int = 0  # the fork server's pid, noted by `seal`
+
+
+def view_paths(extra=()):
+    """What a worker must see: system libraries, the interpreter's installation and the site-packages
+    folders (never the project around a virtual environment), plus `extra`. The grader's own code is
+    not shown: the fork server imported every module a worker runs before any fork."""
+    wanted = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/localtime",
+              sys.base_prefix, *site.getsitepackages(), *extra]
+    for name in ("torch", "numpy"):  # where a .pth file put them, if not in the site-packages above
+        module = sys.modules.get(name)
+        if getattr(module, "__file__", None):
+            wanted.append(os.path.dirname(os.path.dirname(module.__file__)))
+    chosen = []
+    for path in sorted({p if os.path.islink(p) else os.path.realpath(p) for p in wanted if os.path.lexists(p)},
+                       key=len):
+        if not any(path == c or path.startswith(c.rstrip("/") + "/") for c in chosen if not os.path.islink(c)):
+            chosen.append(path)
+    return tuple(chosen)
+
+
+def cuda_devices():
+    """Device nodes and driver folders a CUDA worker needs (empty without an NVIDIA driver)."""
+    nodes = sorted(str(p) for p in Path("/dev").glob("nvidia*") if not p.is_dir())
+    folders = [p for p in ("/usr/local/nvidia", "/usr/local/cuda", "/usr/lib64", "/etc/alternatives")
+               if os.path.isdir(p)]
+    return tuple(nodes), tuple(folders)
+
+
+# ------------------------------------------------------------------------------- seal, in the worker
+
+def seal(policy):
+    """Seal the calling process (see the module docstring). Returns, in the sealed process only, a
+    report: {"mode", "on": [protections], "off": [what degraded, why], "seal_ms": time taken}."""
+    started = time.perf_counter()
+    report = {"mode": policy.mode, "on": [], "off": []}
+    policy.parent = os.getppid()
+    if policy.timings:
+        _STAGES.update(start=started, marks={})
+    _close_descriptors(policy.keep_fd)
+    os.environ.clear()  # unsetenv too: the C environment is emptied as well
+    os.environ.update(policy.env)
+    report["on"] += ["closed descriptors", "cleared environment"]
+    if policy.cgroup is not None:
+        policy.cgroup.join()  # while still privileged: the group's files are the judge's
+        report["on"] += [f"cgroup {key}" for key in sorted(policy.cgroup.limits)]
+    _mark("fds, environment, cgroup")
+    _set_limits(policy, processes=policy.mode != "userns")
+    report["on"].append("rlimits")
+    if policy.mode == "root":
+        _seal_as_root(policy, report)
+    elif policy.mode == "userns":
+        _seal_in_user_namespace(policy, report)
+    else:
+        _seal_basic(policy, report)
+    if policy.bpf:
+        seccomp.load(policy.bpf, _libc)
+        report["on"] += list(FILTERS)
+    elif LINUX:
+        _check(_libc.prctl(seccomp.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        report["on"].append("no_new_privs")
+        report["off"].append("seccomp: libseccomp unavailable")
+    else:
+        report["off"].append("no_new_privs, seccomp: not Linux")
+    report["seal_ms"] = round(1000 * (time.perf_counter() - started), 1)
+    if policy.timings:
+        _mark("seccomp")
+        report["stages_ms"] = dict(_STAGES["marks"])
+    return report
+
+
+_STAGES = {}
+
+
+def _mark(name):
+    """With Policy.timings: the milliseconds since `seal` began, after each stage (for bench/)."""
+    if _STAGES:
+        _STAGES["marks"][name] = round(1000 * (time.perf_counter() - _STAGES["start"]), 2)
+
+
+def _seal_as_root(policy, report):
+    if not LINUX:
+        raise SandboxError("namespaces need Linux")
+    if policy.uid is None:
+        raise SandboxError("the root sandbox needs a private uid for the worker")
+    _check(_libc.unshare(CLONE_NEWNS), "unshare(mount namespace)")
+    _build_view(policy)
+    _mark("filesystem view")
+    _check(_libc.unshare(BESIDE_USER), "unshare(pid, ipc, uts, net, cgroup namespaces)")
+    _mark("unshare")
+    alive_r = _become_pid1(policy)
+    _mark("fork PID 1")
+    _private_mounts(policy, owner=policy.uid)
+    _mark("tmp, proc")
+    _network_and_ipc(policy, report, user_namespace=False)
+    _mark("network, ipc")
+    _drop_capabilities_and_uid(policy.uid)
+    _die_with_keeper(alive_r)
+    _mark("drop privileges")
+    report["on"] += list(NAMESPACES) + ["private uid"]
+
+
+def _seal_in_user_namespace(policy, report):
+    if not LINUX:
+        raise SandboxError("namespaces need Linux")
+    if os.geteuid() == 0 and policy.uid is not None:  # root without CAP_SYS_ADMIN: the private uid first
+        _become(policy.uid)
+        _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # else /proc/self/uid_map stays root's
+        report["on"].append("private uid")
+    outer_uid, outer_gid = os.getuid(), os.getgid()
+    proc_self = os.open(f"/proc/{os.getpid()}", os.O_RDONLY | os.O_DIRECTORY)  # resolved before the view
+    try:
+        _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | BESIDE_USER), "unshare(user namespace and others)")
+        _write("setgroups", "deny", proc_self)
+        _write("uid_map", f"0 {outer_uid} 1", proc_self)
+        _write("gid_map", f"0 {outer_gid} 1", proc_self)
+    finally:
+        os.close(proc_self)
+    # Only now: the namespace's ceiling is the creator's limit at creation, checked against all the
+    # user's processes on the machine; set before, a user with many processes could not even fork.
+    resource.setrlimit(resource.RLIMIT_NPROC, (policy.processes, policy.processes))
+    _mark("unshare")
+    _build_view(policy)
+    _mark("filesystem view")
+    alive_r = _become_pid1(policy)
+    _mark("fork PID 1")
+    _private_mounts(policy, owner=0)
+    _mark("tmp, proc")
+    _network_and_ipc(policy, report, user_namespace=True)
+    _mark("network, ipc")
+    _drop_capabilities()
+    _die_with_keeper(alive_r)
+    _mark("drop privileges")
+    report["on"] += list(NAMESPACES) + ["user namespace"]
+
+
+def _seal_basic(policy, report):
+    os.setsid()
+    if LINUX:
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans stay in the worker's tree for the sweep
+    if os.geteuid() == 0 and policy.uid is not None:
+        os.chdir("/")
+        _become(policy.uid)
+        report["on"].append("private uid")
+    _die_with(policy.parent)  # after the uid change, which clears it
+    report["off"].append("namespaces: " + (policy.why or "unavailable here"))
+
+
+def _close_descriptors(keep):
+    if keep > 3:
+        os.closerange(3, keep)
+    os.closerange(max(keep + 1, 3), 1 << 20)  # close_range(2) on Linux
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        if fd != keep:
+            os.dup2(null, fd)
+    if null not in (0, 1, 2, keep):
+        os.close(null)
+    os.set_inheritable(keep, False)
+
+
+def _set_limits(policy, processes):
+    file_bytes = 0 if policy.mode == "basic" else policy.file_bytes  # basic: no private tmpfs to write to
+    limits = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_NOFILE, policy.open_files),
+              (resource.RLIMIT_FSIZE, file_bytes), (resource.RLIMIT_MEMLOCK, 0)]
+    if hasattr(resource, "RLIMIT_MSGQUEUE"):  # POSIX message queues: none (Linux)
+        limits.append((resource.RLIMIT_MSGQUEUE, 0))
+    if policy.address_space:
+        limits.append((resource.RLIMIT_AS, policy.address_space))
+    if processes:
+        limits.append((resource.RLIMIT_NPROC, _process_limit(policy)))
+    for key, value in limits:
+        resource.setrlimit(key, (value, value))
+    resource.setrlimit(resource.RLIMIT_CPU, (policy.cpu_seconds, policy.cpu_seconds + 1))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the file limit fails instead (EFBIG)
+
+
+def _process_limit(policy):
+    """RLIMIT_NPROC counts the processes of the real uid: per submission with a private uid; in the
+    basic mode of an ordinary user, all of that user's processes, so the cap sits above them."""
+    if policy.mode == "basic" and policy.uid is None and os.geteuid() != 0:
+        mine = sum(1 for entry in os.listdir("/proc") if entry.isdigit() and _owner(entry) == os.getuid())
+        return mine + policy.processes
+    return policy.processes
+
+
+def _owner(pid):
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def _build_view(policy, root="/tmp"):
+    """In a private mount namespace: a fresh tmpfs as the new root, read-only binds of the view and the
+    devices, empty /proc and /tmp; pivot into it; make it read-only. The caller can read the view."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("sandbox", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
+    for path in policy.view:
+        target = root + path
+        if os.path.islink(path):  # /lib -> usr/lib on merged-/usr systems
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.symlink(os.readlink(path), target)
+            continue
+        _bind_read_only(path, target, os.path.isdir(path))
+    for device in policy.devices:
+        if os.path.exists(device):
+            _bind(device, root + device, directory=False)  # devices stay usable: nodev is not set on them
+    os.mkdir(root + "/proc")
+    # A user namespace may mount a procfs only where one is already fully visible: the host's stays
+    # here until PID 1 covers it with its own, before any student code runs, and can never be
+    # uncovered (the mount is locked, no capability is left, seccomp refuses umount).
+    _mount("/proc", root + "/proc", None, MS_BIND | MS_REC)
+    os.mkdir(root + "/tmp")
+    os.chdir(root)
+    _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")  # the old root now lies under "."
+    _check(_libc.umount2(b".", MNT_DETACH), "umount the old root")
+    os.chdir("/")
+    _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _bind(source, target, directory):
+    if directory:
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+    _mount(source, target, None, MS_BIND)
+
+
+def _bind_read_only(source, target, directory):
+    _bind(source, target, directory)  # not MS_REC: mounts below `source` stay hidden
+    locked = os.statvfs(source).f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY)  # flags a userns keeps
+    _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | locked)
+
+
+def _become_pid1(policy):
+    """Fork: the child is PID 1 of the new PID namespace and returns the read end of a pipe the keeper
+    holds open while it lives (see `_die_with_keeper`); the parent stays the keeper."""
+    alive_r, alive_w = os.pipe()
+    child = os.fork()
+    if child:
+        os.close(alive_r)
+        _keep(child, policy)
+    os.close(alive_w)
+    _die_with_keeper(alive_r, close=False)
+    os.setsid()
+    return alive_r
+
+
+def _die_with_keeper(alive_r, close=True):
+    """SIGKILL when the keeper ends (then the kernel kills the whole namespace). Armed again once the
+    privileges are dropped: any change of credentials disarms it."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    os.set_blocking(alive_r, False)
+    try:  # the keeper may have ended before the signal was armed
+        if os.read(alive_r, 1) == b"":
+            os._exit(1)
+    except BlockingIOError:
+        pass
+    if close:
+        os.close(alive_r)
+
+
+def _keep(child, policy):
+    """The keeper: waits for the sandbox's PID 1 and ends as it did (never returns).
+
+    PID 1 ignores signals it has no handler for, SIGXCPU included: the kernel's hard CPU limit
+    then kills it with SIGKILL, which the keeper passes on as SIGXCPU (the CPU limit)."""
+    try:
+        os.close(policy.keep_fd)  # only the sandbox holds the connection: its end is the judge's EOF
+    except OSError:
+        pass
+    _die_with(policy.parent)  # a judge killed midway: its fork server ends, so do the keeper and PID 1
+    while True:
+        try:
+            _, status, usage = os.wait4(child, 0)
+            break
+        except ChildProcessError:
+            os._exit(1)
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        if number == signal.SIGKILL and usage.ru_utime + usage.ru_stime >= policy.cpu_seconds - 0.05:
+            number = signal.SIGXCPU
+        signal.signal(number, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        os.kill(os.getpid(), number)
+        os._exit(1)
+    os._exit(os.waitstatus_to_exitcode(status))
+
+
+def _die_with(parent):
+    """SIGKILL when the process that forked this one (the fork server) ends, as it does when its judge
+    dies: a submission looping forever would otherwise never notice its connection closing."""
+    if LINUX and parent:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # it ended before the signal was armed
+            os._exit(1)
+
+
+def _private_mounts(policy, owner):
+    """In PID 1: a size-capped tmpfs at /tmp owned by the worker, and a procfs of this PID namespace."""
+    _mount("tmp", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+           f"size={policy.tmp_bytes},nr_inodes={policy.tmp_inodes},mode=0700,uid={owner},gid={owner}")
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.chdir("/tmp")
+
+
+def _network_and_ipc(policy, report, user_namespace):
+    if user_namespace:  # no user namespace below this one (seccomp refuses clone flags as well)
+        _sysctl("user/max_user_namespaces", 0, report)
+    _loopback_up()
+    socket.sethostname(policy.hostname)
+    # SysV IPC of this namespace only: a few small segments (they vanish with the namespace).
+    for key, value in (("kernel/shmmax", policy.tmp_bytes), ("kernel/shmall", policy.tmp_bytes // 4096),
+                       ("kernel/shmmni", 16), ("kernel/msgmni", 16), ("kernel/msgmnb", 16384),
+                       ("kernel/sem", "32 256 32 16")):
+        _sysctl(key, value, report)
+    _mount("/proc/sys", "/proc/sys", None, MS_BIND | MS_REC)  # then read-only: the values stay
+    _mount(None, "/proc/sys", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def _sysctl(key, value, report):
+    try:
+        _write(f"/proc/sys/{key}", str(value))
+    except OSError as error:
+        report["off"].append(f"{key}: {error.strerror}")
+
+
+def _loopback_up():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", IFF_UP))
+
+
+def _drop_bounding_set():
+    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    for cap in range(last + 1):
+        _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+
+def _drop_capabilities():
+    _drop_bounding_set()
+    header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    data = ctypes.create_string_buffer(24)  # effective, permitted, inheritable: all zero
+    _check(_libc.syscall(SYS_CAPSET, ctypes.c_char_p(header), data), "capset")
+
+
+def _drop_capabilities_and_uid(uid):
+    _drop_bounding_set()
+    _become(uid)  # leaving uid 0 clears the permitted and effective sets
+
+
+def _become(uid):
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+
+
+# --------------------------------------------------------------------------- in the judge: what works
+
+def probe(mode, uid=None, bpf=b""):
+    """Seal a throwaway child in `mode`: (its report, None) when that works, else (None, why not)."""
+    import json
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            report = seal(Policy(keep_fd=write_end, mode=mode, view=view_paths(), uid=uid, bpf=bpf))
+            os.write(write_end, json.dumps({"report": report}).encode())
+        except BaseException as error:  # noqa: BLE001 - anything is an answer here
+            try:
+                os.write(write_end, json.dumps({"why": f"{error}"[:500] or type(error).__name__}).encode())
+            except OSError:
+                pass
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    chunks = []
+    while chunk := os.read(read_end, 65536):
+        chunks.append(chunk)
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    try:
+        answer = json.loads(b"".join(chunks))
+    except ValueError:
+        return None, "the probe died without an answer"
+    if "report" in answer:
+        return answer["report"], None
+    return None, answer.get("why") or "no reason given"

@@ -1,0 +1,144 @@
+"""The seccomp filter of a sealed worker: system calls a solution never needs are refused.
+
+The filter is compiled once per process by libseccomp (the library systemd, Docker,
+bubblewrap and nsjail use; Debian's `libseccomp2`, loaded through ctypes) into raw
+BPF bytes; a worker only hands those bytes to prctl, which needs no library at all.
+Refused with EPERM (or ENOSYS/EAFNOSUPPORT where that makes callers fall back):
+debugging other processes, keyrings, mounting, namespaces, eBPF, perf events,
+userfaultfd, io_uring, kernel modules, kexec, clocks, swap, and sockets other
+than unix, IPv4 and IPv6 (vsock, netlink, packet... reach past the network namespace
+or configure it). `setsid` succeeds without doing anything (the worker's session is the
+sandbox's CPU share where the kernel schedules a session's processes as one group:
+autogroups). x86_64 and aarch64
+use their own numbers; system calls of another architecture (i386, x32) kill the
+process (libseccomp's bad-arch default).
+"""
+
+import ctypes
+import ctypes.util
+import errno
+import functools
+import os
+
+DENIED = (
+    # other processes' memory and descriptors
+    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "process_madvise",
+    # keyrings (per uid: shared between a user's processes, and persistent)
+    "keyctl", "add_key", "request_key",
+    # the filesystem view and the namespaces
+    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "mount_setattr", "move_mount", "open_tree",
+    "fsopen", "fsconfig", "fsmount", "fspick", "open_by_handle_at", "name_to_handle_at", "fanotify_init",
+    # kernel attack surface no solution uses
+    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
+    "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "iopl", "ioperm", "vhangup",
+    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "lookup_dcookie", "uselib",
+    "migrate_pages", "move_pages", "personality", "memfd_secret", "nfsservctl", "_sysctl",
+)
+# <linux/sched.h>: the namespace flags clone(2) must not carry
+NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080)
+ALLOWED_SOCKET_FAMILIES = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6
+SCMP_ACT_ALLOW = 0x7FFF0000
+SCMP_CMP_EQ, SCMP_CMP_GE, SCMP_CMP_MASKED_EQ = 4, 5, 7
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+
+
+class SeccompUnavailable(RuntimeError):
+    pass
+
+
+def _errno_action(code):
+    return 0x00050000 | code
+
+
+class _ArgCmp(ctypes.Structure):
+    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("datum_a", ctypes.c_uint64),
+                ("datum_b", ctypes.c_uint64)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _library():
+    try:  # the soname first: find_library runs ldconfig, which costs more than building the filter
+        lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError:
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("seccomp") or "libseccomp.so", use_errno=True)
+        except OSError as error:
+            raise SeccompUnavailable(f"libseccomp is not installed ({error}); `make test` installs libseccomp2") \
+                from None
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint,
+                                           ctypes.POINTER(_ArgCmp)]
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+@functools.lru_cache(maxsize=1)
+def program():
+    """The filter as raw BPF bytes (built once per process); SeccompUnavailable without libseccomp."""
+    lib = _library()
+    context = lib.seccomp_init(SCMP_ACT_ALLOW)
+    if not context:
+        raise SeccompUnavailable("seccomp_init failed")
+    try:
+        def refuse(name, code, *comparisons):
+            number = lib.seccomp_syscall_resolve_name(name.encode())
+            if number < 0:  # unknown to this architecture: nothing to refuse
+                return
+            array = (_ArgCmp * len(comparisons))(*comparisons) if comparisons else None
+            if lib.seccomp_rule_add_array(context, _errno_action(code), number, len(comparisons), array) < 0:
+                raise SeccompUnavailable(f"libseccomp refused the rule for {name}")
+
+        for name in DENIED:
+            refuse(name, errno.EPERM)
+        # setsid succeeds and does nothing: without a cpu cgroup, the kernel's autogroups (one per session)
+        # then give the whole sandbox one share of the CPU however many processes it starts.
+        refuse("setsid", 0)
+        # Threads and plain forks pass; any namespace flag is refused (one rule per flag: libseccomp
+        # compares a masked argument for equality only).
+        for flag in NAMESPACE_FLAGS:
+            refuse("clone", errno.EPERM, _ArgCmp(0, SCMP_CMP_MASKED_EQ, flag, flag))
+        # clone3 passes its flags in memory no filter can read: ENOSYS makes glibc fall back to clone.
+        refuse("clone3", errno.ENOSYS)
+        for call in ("socket", "socketpair"):
+            for family in [0, *range(3, 10)]:
+                refuse(call, errno.EAFNOSUPPORT, _ArgCmp(0, SCMP_CMP_EQ, family, 0))
+            refuse(call, errno.EAFNOSUPPORT, _ArgCmp(0, SCMP_CMP_GE, 11, 0))
+        return _export(lib, context)
+    finally:
+        lib.seccomp_release(context)
+
+
+def _export(lib, context):
+    read_end, write_end = os.pipe()
+    try:
+        if lib.seccomp_export_bpf(context, write_end) < 0:
+            raise SeccompUnavailable("seccomp_export_bpf failed")
+        os.close(write_end)
+        write_end = None
+        chunks = []
+        while chunk := os.read(read_end, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(read_end)
+        if write_end is not None:
+            os.close(write_end)
+
+
+def load(bpf, libc):
+    """Set no_new_privs, then install `bpf` on the calling thread (and so on all it starts)."""
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"no_new_privs: {os.strerror(code)}")
+    buffer = ctypes.create_string_buffer(bpf, len(bpf))
+    prog = _SockFprog(len(bpf) // 8, ctypes.addressof(buffer))
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"seccomp: {os.strerror(code)}")

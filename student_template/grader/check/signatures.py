@@ -1,0 +1,825 @@
+"""The probes of the fault model: what a behaviour of the student's code says about the known mistakes.
+
+Each probe looks at the student's own outputs on inputs it chooses and returns
+an observation (`causes.observation`): a probe name and an outcome from the
+vocabulary of `causes.PROBES`. They need no reference solution and know no
+hidden value, so the public checks (the student's `python check.py`) and the
+hidden ones run the same probes, each on its own inputs, and name a cause by
+the same rule (`causes.name_cause`).
+
+Weights are read through outputs with the value trick: token i is the unit
+vector e_i and W_value maps e_j to e_j inside each head, so the context vector
+of token i is row i of that head's attention weights.
+"""
+
+import itertools
+import math
+import re
+import weakref
+
+import torch
+
+from grader.check.causes import MASK_RESHAPED, MASK_SLICED, crash_cause, observation
+from grader.check.student import StudentError
+
+ROW_TOL = 1e-4  # float32 row sums of a handful of entries are exact to ~1e-6
+HIDDEN = 1e-12  # a weight this small is a hidden position (an exp(-inf) or a zeroed entry)
+
+
+def as_double(value):
+    return value.detach().double() if isinstance(value, torch.Tensor) else None
+
+
+# ------------------------------------------------------------------ attention weights
+def rows_outcome(weights, causal=False, probe="rows"):
+    """How the rows of attention weights (..., n, n) fail to sum to one, in the words of PROBES[probe]."""
+    weights = as_double(weights)
+    if weights is None or weights.dim() < 2:
+        return "other"
+    finite = torch.isfinite(weights)
+    if bool(((weights < -ROW_TOL) & finite).any()) or bool(((weights > 1 + ROW_TOL) & finite).any()):
+        return "raw" if probe == "rows" else "other"
+    if not bool(finite.all()):
+        if probe == "rows" and summed_to_one(weights.nan_to_num(0.0), finite):
+            return "axis"
+        return "nan" if probe == "rows" else "other"
+    sums = weights.sum(dim=-1)
+    if bool(((sums - 1).abs() <= ROW_TOL).all()):
+        return "ok"
+    if summed_to_one(weights):
+        return "axis"
+    constant = sums.flatten()[0].item()
+    if 0 < constant < 1 - ROW_TOL and bool(((sums - constant).abs() <= ROW_TOL).all()):
+        return "constant" if probe == "rows" else "other"
+    n = weights.shape[-1]
+    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    if n > 1 and bool((weights[..., future].abs() <= HIDDEN).all()) and bool((sums <= 1 + 10 * ROW_TOL).all()):
+        return "short"  # the future is zero and the rows were left short of one: not renormalised
+    return "other"
+
+
+def summed_to_one(weights, where=None):
+    """Whether some set of axes other than the last alone sums to one everywhere (a softmax over the wrong
+    axis or axes: the query axis, the batch, the heads, or several flattened together)."""
+    axes = range(weights.dim())
+    last = weights.dim() - 1
+    for size in range(1, weights.dim() + 1):
+        for chosen in itertools.combinations(axes, size):
+            if chosen == (last,):
+                continue
+            sums = weights.sum(dim=chosen)
+            if where is not None:  # the sums of the finite part only count where something was summed
+                counted = where.sum(dim=chosen) > 0
+                sums = sums[counted]
+            if sums.numel() and bool(((sums - 1).abs() <= ROW_TOL * 10).all()):
+                return True
+    return False
+
+
+def temperature_outcome(weights, scores, scales, causal=False):
+    """The temperature tau of softmax(scores / tau) that gave `weights`, as one of `scales`' labels
+    ({label: tau}, "ok" the right one), "other" when it is none of them or the weights are not a
+    softmax of these scores, None when the weights cannot tell (too few visible positions). With
+    `causal`, only the positions a causal mask leaves visible (j <= i) count: the scale is read apart
+    from what the mask does to the future."""
+    weights, scores = as_double(weights), as_double(scores)
+    if weights is None or scores is None or weights.shape[-2:] != scores.shape[-2:]:
+        return None
+    scores = scores.expand_as(weights) if scores.dim() <= weights.dim() else scores
+    visible = torch.isfinite(weights) & (weights > HIDDEN)
+    if causal:
+        n = weights.shape[-1]
+        visible &= torch.tril(torch.ones(n, n, dtype=torch.bool))
+    logs = torch.where(visible, weights.clamp_min(1e-300).log(), torch.zeros_like(weights))
+    count = visible.sum(dim=-1, keepdim=True)
+    usable = (count >= 2).expand_as(weights) & visible
+    if int(usable.sum()) < 4:
+        return None
+    safe = count.clamp_min(1)
+    centred_logs = torch.where(usable, logs - (logs * visible).sum(-1, keepdim=True) / safe, torch.zeros_like(logs))
+    centred_scores = torch.where(usable, scores - (scores * visible).sum(-1, keepdim=True) / safe,
+                                 torch.zeros_like(scores))
+    spread = (centred_scores**2).sum().item()
+    if spread < 1e-8:
+        return None
+    slope = (centred_logs * centred_scores).sum().item() / spread
+    misfit = (centred_logs - slope * centred_scores).abs().max().item()
+    if not math.isfinite(slope) or slope <= 0 or misfit > 1e-3 * max(1.0, centred_logs.abs().max().item()):
+        return "other"
+    tau = 1 / slope
+    found = [label for label, value in scales.items() if math.isclose(tau, value, rel_tol=2e-3)]
+    return found[0] if len(found) == 1 else "other"
+
+
+def scale_table(d_k, d_in=None, d_out=None, heads=None, tokens=None):
+    """{label: tau} for the temperature probe; labels whose values collide are dropped (they could not tell)."""
+    table = {"ok": math.sqrt(d_k), "one": 1.0, "d_k": float(d_k), "inverse": 1 / math.sqrt(d_k)}
+    for label, size in (("d_in", d_in), ("d_out", d_out), ("heads", heads), ("tokens", tokens)):
+        if size:
+            table[label] = math.sqrt(size)
+    values = list(table.values())
+    return {label: value for label, value in table.items()
+            if label == "ok" or sum(math.isclose(value, other, rel_tol=2e-3) for other in values) == 1}
+
+
+MASK_SHAPES = (("ok", 1, "triu"), ("diagonal", 0, "triu"), ("next", 2, "triu"), ("past", 0, "tril"),
+               ("past", -1, "tril"))
+
+
+def hidden_outcome(hidden):
+    """Which known mask a boolean (n, n) pattern of hidden positions is."""
+    n = hidden.shape[-1]
+    ones = torch.ones(n, n, dtype=torch.bool)
+    for label, diagonal, kind in MASK_SHAPES:
+        if torch.equal(hidden, (torch.triu if kind == "triu" else torch.tril)(ones, diagonal=diagonal)):
+            return label
+    if not bool(hidden.any()):
+        return "none"
+    if bool(hidden.all()):
+        return "all"
+    return "other"
+
+
+def pattern_outcome(weights):
+    """Which positions causal attention weights (..., n, n) hide: zero (or NaN, a row with nothing visible)
+    in every matrix of the batch."""
+    weights = as_double(weights)
+    if weights is None or weights.dim() < 2 or weights.shape[-1] != weights.shape[-2] or weights.shape[-1] < 3:
+        return None
+    nan_rows = torch.isnan(weights).all(dim=-1, keepdim=True).expand_as(weights)
+    hidden = (weights.abs() <= HIDDEN) | nan_rows
+    hidden = hidden.reshape(-1, *hidden.shape[-2:])
+    if not bool((hidden == hidden[0]).all()):
+        return "other"
+    return hidden_outcome(hidden[0])
+
+
+def mask_outcome(mask):
+    """Which known mask causal_mask(n) returned (True = hidden)."""
+    mask = as_double(mask)
+    if mask is None or mask.dim() != 2 or mask.shape[0] != mask.shape[1] or mask.shape[0] < 3:
+        return None
+    return hidden_outcome(mask != 0)
+
+
+# ------------------------------------------------------------------ dropout
+def rate_outcome(rate, p, tolerance):
+    if rate <= 1e-9 < p:
+        return "none"
+    if abs(rate - p) < tolerance:
+        return "ok"
+    if abs(rate - (1 - p)) < tolerance:
+        return "keep"
+    return "other"
+
+
+def rescale_outcome(factor, p):
+    """How the survivors were scaled (`factor`: typical survivor / original) for dropout rate p."""
+    if factor is None:
+        return None
+    known = {"ok": 1 / (1 - p), "one": 1.0, "inverse_p": 1 / p, "p": p, "keep": 1 - p, "twice": 1 / (1 - p) ** 2}
+    found = [label for label, value in known.items() if math.isclose(factor, value, rel_tol=1e-3)]
+    return found[0] if len(found) == 1 else "other"
+
+
+def layout_outcome(dropped, p=0.5, active=None, heads_axis=None):
+    """Whether the zeros of dropout outputs (b, [heads,] n, n) repeat across the batch or the heads, or come
+    in whole rows or columns; `dropped` is the boolean zero pattern, `active` the weights that could be
+    dropped (all by default)."""
+    active = torch.ones_like(dropped) if active is None else active
+    if not bool(dropped.any()):
+        return "ok"
+    if dropped.shape[0] > 1 and bool((dropped == dropped[:1]).all()):
+        return "batch"
+    if heads_axis is not None and dropped.shape[heads_axis] > 1:
+        if bool((dropped == dropped.narrow(heads_axis, 0, 1)).all()):
+            return "heads"
+    # Whole rows (columns) dropped together: a mask of the wrong shape drops a full line with probability p,
+    # independent draws only with probability p**length.
+    for axis in (-1, -2):
+        full = active.all(dim=axis)
+        if int(full.sum()) >= 20 and (dropped.all(dim=axis) & full).sum().item() / full.sum().item() > p / 2:
+            return "lines"
+    return "ok"
+
+
+# ------------------------------------------------------------------ crashes
+def crash_observations(error):
+    """The observation a StudentError carries: its cause, when the crash has one meaning."""
+    info = getattr(error, "info", None) or {}
+    cause = crash_cause({key: info.get(key) for key in ("type", "message", "location")})
+    return [observation("crash", cause)] if cause else []
+
+
+# ------------------------------------------------------------------ structure (module.describe())
+ROLES = ("W_query", "W_key", "W_value")
+
+
+def bias_outcome(info, qkv_bias, prefix=""):
+    """Whether the projections' biases follow qkv_bias."""
+    modules = info["modules"]
+    flags = [modules.get(prefix + role, {}).get("bias") for role in ROLES if prefix + role in modules]
+    if not flags:
+        return None
+    if qkv_bias:
+        return "ok" if all(flags) else "absent"
+    return "present" if any(flags) else "ok"
+
+
+def linear_outcome(info, d_in, d_out, prefix=""):
+    """Whether the projections map d_in -> d_out (or the other way round)."""
+    sizes = [(modules["in_features"], modules["out_features"]) for role in ROLES
+             if (modules := info["modules"].get(prefix + role)) and "in_features" in modules]
+    if not sizes:
+        return None
+    if all(size == (d_in, d_out) for size in sizes):
+        return "ok"
+    return "swapped" if any(size == (d_out, d_in) for size in sizes) else None
+
+
+def dropout_module_outcome(info, p, path="dropout"):
+    entry = info["modules"].get(path)
+    if not entry or entry.get("class") != "Dropout":
+        return "missing"
+    return "ok" if abs(entry.get("p", -1) - p) < 1e-9 else "rate"
+
+
+def mask_buffer_outcome(info, path="mask"):
+    if path in info["buffers"]:
+        return "ok"
+    return "attribute" if path in info["plain_tensors"] else "missing"
+
+
+def out_proj_outcome(info, d_out, head_dim):
+    entry = info["modules"].get("out_proj")
+    if not entry or "in_features" not in entry:
+        return "missing"
+    sizes = (entry["in_features"], entry["out_features"])
+    if sizes == (d_out, d_out):
+        return "ok" if entry.get("bias") else "bias"
+    return "per_head" if sizes == (head_dim, head_dim) else "shape"
+
+
+def heads_outcome(info, state, heads, d_out):
+    """How the wrapper keeps its heads: a plain list, one repeated module, identical starts, a chain, the wrong
+    size, or layers of its own beside them."""
+    modules = info["modules"]
+    entry = modules.get("heads")
+    if entry is None:
+        return "list" if not any("length" in value for path, value in modules.items() if path) else None
+    if entry.get("class") == "Sequential":
+        return "sequential"
+    distinct = sum(f"heads.{h}" in modules for h in range(heads))
+    if entry.get("length") == heads and distinct < heads:
+        return "shared"
+    if distinct == heads:
+        sizes = {modules.get(f"heads.{h}.W_query", {}).get("out_features") for h in range(heads)}
+        if sizes == {d_out // heads} and d_out // heads != d_out:
+            return "size"
+        first = state.get("heads.0.W_query.weight")
+        if isinstance(first, torch.Tensor) and all(
+                isinstance(state.get(f"heads.{h}.W_query.weight"), torch.Tensor)
+                and torch.equal(first, state[f"heads.{h}.W_query.weight"]) for h in range(1, heads)):
+            return "same_init"
+    own = [path for path, value in modules.items()
+           if path and not path.startswith("heads") and value.get("class") not in ("Dropout",)]
+    if own:
+        return "extra"
+    return "ok" if entry.get("length") == heads else None
+
+
+# ------------------------------------------------------------------ seeded draws
+def replay_draws(seed, shape, draw_kinds):
+    """The tensors drawn after torch.manual_seed(seed) by draws of `shape` with the given kinds, in order."""
+    stream = torch.Generator().manual_seed(seed)
+    return [(torch.rand if kind == "rand" else torch.randn)(*shape, generator=stream) for kind in draw_kinds]
+
+
+def init_outcome(got, d_in, d_out, seed, roles=ROLES):
+    """Whether `got` ({role: tensor}) are the chapter's torch.rand(d_in, d_out) draws in the order query, key,
+    value after the seed: "order" (right draws, wrong roles), "randn" (some are torch.randn draws), "shape"
+    ((d_out, d_in) matrices), "other"."""
+    values = [as_double(got.get(role)) for role in roles]
+    if any(value is None for value in values):
+        return None
+    if d_in != d_out and all(tuple(value.shape) == (d_out, d_in) for value in values):
+        return "shape"
+    if any(tuple(value.shape) != (d_in, d_out) for value in values):
+        return "other"
+    for kinds in itertools.product(("rand", "randn"), repeat=len(roles)):
+        drawn = replay_draws(seed, (d_in, d_out), kinds)
+        for order in itertools.permutations(range(len(roles))):
+            if all(torch.allclose(values[role].float(), drawn[position], atol=1e-6)
+                   for role, position in enumerate(order)):
+                if set(kinds) != {"rand"}:
+                    return "randn"
+                return "ok" if order == tuple(range(len(roles))) else "order"
+    return "other"
+
+
+def linear_draws(seed, d_in, d_out, count, bias=False):
+    """The weights of `count` nn.Linear(d_in, d_out) created one after another right after torch.manual_seed(seed):
+    each is uniform in +-1/sqrt(d_in) (PyTorch's default init), drawn here from a generator of our own."""
+    stream = torch.Generator().manual_seed(seed)
+    bound = 1 / math.sqrt(d_in)
+    made = []
+    for _ in range(count):
+        made.append(torch.empty(d_out, d_in).uniform_(-bound, bound, generator=stream))
+        if bias:
+            torch.empty(d_out).uniform_(-bound, bound, generator=stream)
+    return made
+
+
+def linear_init_outcome(state, d_in, d_out, seed, qkv_bias, roles=ROLES, prefix=""):
+    """Whether a module's seeded nn.Linear projections were created in the order W_query, W_key, W_value right
+    after the seed: "order" when the same layers landed in other roles."""
+    got = [state.get(f"{prefix}{role}.weight") for role in roles]
+    if any(not isinstance(value, torch.Tensor) or tuple(value.shape) != (d_out, d_in) for value in got):
+        return None
+    made = linear_draws(seed, d_in, d_out, len(roles), qkv_bias)
+    for order in itertools.permutations(range(len(roles))):
+        if all(torch.allclose(got[role].float(), made[position], atol=1e-6) for role, position in enumerate(order)):
+            return "ok" if order == tuple(range(len(roles))) else "order"
+    return "other"
+
+
+# ------------------------------------------------------------------ modules, read through their outputs
+def draw(*shape, seed, scale=0.5):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)) * scale
+
+
+def one_hot_tokens(batch, n, d_in):
+    """Inputs whose token i is the unit vector e_i (d_in >= n), the same in every sequence."""
+    x = torch.zeros(batch, n, d_in)
+    x[:, torch.arange(n), torch.arange(n)] = 1.0
+    return x
+
+
+def value_trick_params(info, d_in, d_out, n, heads=1, seed=0, raw=False):
+    """Parameters under which a module's output for one-hot tokens is its attention weights: random query and
+    key weights, W_value mapping e_j to e_j in each head, zero biases wherever the module has one, and an
+    identity out_proj. `raw`: SelfAttention_v1's (d_in, d_out) matrices. Returns (params, queries, keys),
+    the queries and keys of the n one-hot tokens, (n, d_out)."""
+    head_dim = d_out // heads
+    values = torch.zeros(d_out, d_in)
+    for head in range(heads):
+        values[head * head_dim + torch.arange(n), torch.arange(n)] = 1.0
+    weights = {"W_query": draw(d_out, d_in, seed=seed), "W_key": draw(d_out, d_in, seed=seed + 1), "W_value": values}
+    modules = info["modules"] if info else {}
+    params = {}
+    for role, weight in weights.items():
+        if raw:
+            params[role] = weight.T.contiguous()
+            continue
+        params[f"{role}.weight"] = weight
+        if modules.get(role, {}).get("bias"):
+            params[f"{role}.bias"] = torch.zeros(d_out)
+    out_proj = modules.get("out_proj")
+    if out_proj and (out_proj.get("in_features"), out_proj.get("out_features")) == (d_out, d_out):
+        params["out_proj.weight"] = torch.eye(d_out)
+        if out_proj.get("bias"):
+            params["out_proj.bias"] = torch.zeros(d_out)
+    return params, weights["W_query"][:, :n].T.double(), weights["W_key"][:, :n].T.double()
+
+
+def head_scores(queries, keys, heads):
+    """(heads, n, n) scores of each head from (n, d_out) queries and keys."""
+    n, d_out = queries.shape
+    q = queries.reshape(n, heads, d_out // heads).transpose(0, 1)
+    k = keys.reshape(n, heads, d_out // heads).transpose(0, 1)
+    return q @ k.transpose(-2, -1)
+
+
+def weights_of_output(out, n, heads, d_out):
+    """Per-head (b, heads, n, n) weights cut from a value-trick output (b, n, d_out); None if misshapen, or if
+    the features past the n read in each head are not zero (the values do not come from W_value as injected:
+    what the output holds is then not the weights)."""
+    out = as_double(out)
+    if out is None or out.dim() != 3 or tuple(out.shape[1:]) != (n, d_out):
+        return None
+    head_dim = d_out // heads
+    blocks = out.reshape(out.shape[0], n, heads, head_dim)
+    if head_dim > n and bool((blocks[..., n:].nan_to_num(0.0).abs() > 1e-6).any()):
+        return None
+    return torch.stack([out[:, :, h * head_dim: h * head_dim + n] for h in range(heads)], dim=1)
+
+
+SHARED_P = 0.3  # the dropout rate of the module the probes share
+
+
+class Dims:
+    """A module's sizes for a battery of probes: all different, so that every wrong scale is told apart."""
+
+    def __init__(self, d_in, d_out, n, heads=1, context=None, batch=3):
+        self.d_in, self.d_out, self.n, self.heads, self.batch = d_in, d_out, n, heads, batch
+        self.context = context or n + 2
+        self.head_dim = d_out // heads
+
+    def scales(self):
+        return scale_table(self.head_dim, d_in=self.d_in, d_out=self.d_out if self.heads > 1 else None,
+                           heads=self.heads if self.heads > 1 else None, tokens=self.n)
+
+
+def weight_observations(weights, scores, dims, causal):
+    """Rows, temperature and (causal) mask pattern of weights read from a module or a function."""
+    found = [observation("rows", rows_outcome(weights, causal=causal))]
+    temperature = temperature_outcome(weights, scores, dims.scales() if isinstance(dims, Dims) else dims, causal)
+    if temperature:
+        found.append(observation("temperature", temperature))
+    if causal:
+        pattern = pattern_outcome(weights)
+        if pattern:
+            found.append(observation("pattern", pattern))
+    return found
+
+
+class Battery:
+    """Runs probes on a student's module and collects their observations; a probe whose call crashes adds
+    the crash's observation (when it has one meaning) and stops only itself."""
+
+    def __init__(self, student, name, dims, dropout=0.0, stand_in_heads=False, seed=0):
+        self.student, self.name, self.dims, self.seed = student, name, dims, seed
+        self.dropout, self.stand_in_heads = dropout, stand_in_heads
+        self.observations = []
+        self.crashes = []
+        self._shared = None
+
+    def shared(self):
+        """One module (qkv_bias=False, dropout SHARED_P, eval mode unless asked) for the probes that can share it:
+        each build is a round trip to the student's process, and grading has a time budget per step."""
+        if self._shared is None:
+            module = self.build(qkv_bias=False, dropout=SHARED_P)
+            self._shared = (module, module.describe())
+        return self._shared
+
+    def args(self, dropout):
+        dims = self.dims
+        if self.name in ("SelfAttention_v1",):
+            return (dims.d_in, dims.d_out), {}
+        if self.name == "SelfAttention_v2":
+            return (dims.d_in, dims.d_out), {}
+        if self.name == "CausalAttention":
+            return (dims.d_in, dims.d_out, dims.context, dropout), {}
+        return (dims.d_in, dims.d_out, dims.context, dropout, dims.heads), {}
+
+    def build(self, qkv_bias=False, dropout=None, seed=None):
+        args, kwargs = self.args(self.dropout if dropout is None else dropout)
+        if self.name != "SelfAttention_v1":
+            kwargs["qkv_bias"] = qkv_bias
+        return self.student.build(self.name, *args, seed=self.seed if seed is None else seed,
+                                  stand_in_heads=self.stand_in_heads, **kwargs)
+
+    def run(self, probe, *args):
+        try:
+            probe(*args)
+        except StudentError as error:
+            found = crash_observations(error) + self.heads_crossed(error)
+            self.observations += found
+            self.crashes.append(error)
+        except (AssertionError, RuntimeError, ValueError, TypeError, IndexError, KeyError):
+            pass  # an odd output: this probe cannot tell, the others still can
+        return self
+
+    def heads_crossed(self, error):
+        """A clash between num_heads and num_tokens where the mask meets the scores: the scores are
+        (..., heads, heads), so the attention ran across the heads of each token, not across the tokens."""
+        info = getattr(error, "info", None) or {}
+        sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
+                          info.get("message") or "")
+        code = (info.get("location") or "").split(": ", 1)[-1]
+        if self.dims.heads > 1 and sizes and MASK_SLICED.search(code) and not MASK_RESHAPED.search(code):
+            if {int(sizes.group(1)), int(sizes.group(2))} in ({self.dims.heads, self.dims.n},
+                                                              {self.dims.heads, self.dims.context}):
+                return [observation("crash", "split_no_transpose")]
+        return []
+
+    def add(self, probe, outcome):
+        if outcome:
+            self.observations.append(observation(probe, outcome))
+
+    # -- structure ----------------------------------------------------------
+    def structure(self):
+        def look():
+            _, info = self.shared()
+            self.add("bias_off", bias_outcome(info, False))
+            self.add("linear", linear_outcome(info, self.dims.d_in, self.dims.d_out))
+            if self.name in ("CausalAttention", "MultiHeadAttention"):
+                self.add("dropout_module", dropout_module_outcome(info, SHARED_P))
+                self.add("mask_buffer", mask_buffer_outcome(info))
+            if self.name == "MultiHeadAttention":
+                outcome = out_proj_outcome(info, self.dims.d_out, self.dims.head_dim)
+                if outcome == "ok" and not self.out_proj_used():
+                    outcome = "missing"
+                self.add("out_proj", outcome)
+
+        def look_biased():
+            self.add("bias_on", bias_outcome(self.build(qkv_bias=True).describe(), True))
+
+        self.run(look)
+        if self.name != "SelfAttention_v1":
+            self.run(look_biased)
+        return self
+
+    def out_proj_used(self):
+        """Whether the output follows out_proj's weights (the value trick's output, then out_proj doubled)."""
+        module, _ = self.shared()
+        _, _, _ = self.weights(module=module, batch=2)
+        x = one_hot_tokens(2, self.dims.n, self.dims.d_in)
+        base = as_double(module.forward(x))
+        module.load({"out_proj.weight": 2 * torch.eye(self.dims.d_out)})
+        doubled = as_double(module.forward(x))
+        module.load({"out_proj.weight": torch.eye(self.dims.d_out)})
+        return base is None or doubled is None or not torch.allclose(doubled, base, equal_nan=True)
+
+    def construction(self, seed=123):
+        """The order in which the projections are created (seeded nn.Linear draws)."""
+        def look():
+            state = self.build(seed=seed).state()
+            if self.name == "SelfAttention_v1":
+                self.add("init", init_outcome(state, self.dims.d_in, self.dims.d_out, seed))
+            else:
+                self.add("init", linear_init_outcome(state, self.dims.d_in, self.dims.d_out, seed, qkv_bias=False))
+
+        return self.run(look)
+
+    # -- attention weights ----------------------------------------------------
+    def weights(self, causal=True, train=False, seed=None, module=None, batch=None):
+        """(weights (b, heads, n, n), scores (heads, n, n), module) read through the value trick."""
+        dims = self.dims
+        if module is None:
+            module, info = self.shared()
+        else:
+            info = module.describe()
+        raw = self.name == "SelfAttention_v1"
+        params, queries, keys = value_trick_params(info, dims.d_in, dims.d_out, dims.n, dims.heads, seed=self.seed,
+                                                   raw=raw)
+        module.load(params)
+        if self.name in ("SelfAttention_v1", "SelfAttention_v2"):
+            x = one_hot_tokens(1, dims.n, dims.d_in)[0]
+            out = module.forward(x, train=train, seed=seed)
+            out = out.unsqueeze(0) if isinstance(out, torch.Tensor) and out.dim() == 2 else out
+        else:
+            out = module.forward(one_hot_tokens(batch or dims.batch, dims.n, dims.d_in), train=train, seed=seed)
+        return weights_of_output(out, dims.n, dims.heads, dims.d_out), head_scores(queries, keys, dims.heads), module
+
+    def attention(self, causal=True):
+        def look():
+            weights, scores, _ = self.weights(causal=causal)
+            if weights is not None:
+                self.observations += weight_observations(weights, scores, self.dims, causal)
+
+        def future_keys():
+            """Scale the last token's key: causal weights of the tokens before it must not move (its score is
+            hidden from them); they move when the future is visible with its real scores."""
+            weights, _, module = self.weights(causal=causal)
+            if weights is None or not causal:
+                return
+            _, info = self.shared()
+            params, _, _ = value_trick_params(info, self.dims.d_in, self.dims.d_out, self.dims.n, self.dims.heads,
+                                              seed=self.seed, raw=self.name == "SelfAttention_v1")
+            params["W_key.weight"][:, self.dims.n - 1] *= 5.0
+            module.load(params)
+            x = one_hot_tokens(self.dims.batch, self.dims.n, self.dims.d_in)
+            moved = weights_of_output(module.forward(x), self.dims.n, self.dims.heads, self.dims.d_out)
+            if moved is None:
+                return
+            before, after = weights[..., : self.dims.n - 1, :], moved[..., : self.dims.n - 1, :]
+            self.add("future_scores", "ok" if torch.allclose(before, after, atol=1e-6, equal_nan=True) else "leak")
+
+        self.run(look)
+        self.run(future_keys)
+        return self.run(self.value_path)
+
+    def value_path(self):
+        """With W_value = 0 every output is 0 (out_proj, if any, is the identity without bias): otherwise the
+        values come from another projection, or from the inputs themselves. Reading weights through the values
+        (the value trick) needs this."""
+        if getattr(self, "value_path_seen", None) is None:
+            self.value_path_seen = "unknown"
+            module, info = self.shared()
+            dims = self.dims
+            params, _, _ = value_trick_params(info, dims.d_in, dims.d_out, dims.n, dims.heads, seed=self.seed,
+                                              raw=self.name == "SelfAttention_v1")
+            if "out_proj" in info["modules"] and "out_proj.weight" not in params:
+                return self.value_path_seen  # an out_proj of another shape keeps its own weights: no reading
+            params["W_value" if self.name == "SelfAttention_v1" else "W_value.weight"] = torch.zeros_like(
+                params["W_value" if self.name == "SelfAttention_v1" else "W_value.weight"])
+            module.load(params)
+            x = draw(dims.batch, dims.n, dims.d_in, seed=self.seed + 50, scale=1.0)
+            out = as_double(module.forward(x[0] if self.name in ("SelfAttention_v1", "SelfAttention_v2") else x))
+            if out is None or out.shape[-1] != dims.d_out or not bool(torch.isfinite(out).all()):
+                return self.value_path_seen
+            self.value_path_seen = "ok" if bool((out.abs() <= 1e-6).all()) else "other"
+            self.add("value_path", self.value_path_seen)
+        return self.value_path_seen
+
+    # -- token and batch structure -------------------------------------------
+    def loaded(self):
+        """The shared module with the value trick's parameters (other probes may have changed them)."""
+        module, info = self.shared()
+        params, _, _ = value_trick_params(info, self.dims.d_in, self.dims.d_out, self.dims.n, self.dims.heads,
+                                          seed=self.seed, raw=self.name == "SelfAttention_v1")
+        module.load(params)
+        return module
+
+    def causality(self):
+        """Perturb every token after t (t = 0, then t = n - 2): the outputs of tokens 0..t must not move."""
+        def look():
+            module = self.loaded()
+            x = draw(self.dims.batch, self.dims.n, self.dims.d_in, seed=self.seed + 7, scale=1.0)
+            base = as_double(module.forward(x))
+            leak = False
+            for t in sorted({0, self.dims.n - 2}):
+                perturbed = x.clone()
+                perturbed[:, t + 1:] += draw(self.dims.batch, self.dims.n - t - 1, self.dims.d_in,
+                                             seed=self.seed + 8 + t, scale=1.0)
+                out = as_double(module.forward(perturbed))
+                if base is None or out is None or out.shape != base.shape or base.dim() < 2:
+                    return
+                leak |= not torch.allclose(out[:, : t + 1], base[:, : t + 1], atol=1e-5, equal_nan=True)
+            self.add("causality", "leak" if leak else "ok")
+
+        return self.run(look)
+
+    def batch_independence(self):
+        def look():
+            module = self.loaded()
+            x = draw(self.dims.batch, self.dims.n, self.dims.d_in, seed=self.seed + 20, scale=1.0)
+            base = as_double(module.forward(x))
+            changed = x.clone()
+            changed[1] = draw(self.dims.n, self.dims.d_in, seed=self.seed + 21, scale=1.0)
+            out = as_double(module.forward(changed))
+            if base is None or out is None or out.shape != base.shape or base.shape[0] != x.shape[0]:
+                return
+            others = [i for i in range(x.shape[0]) if i != 1]
+            self.add("batch", "ok" if torch.allclose(out[others], base[others], atol=1e-5, equal_nan=True)
+                     else "mixed")
+
+        return self.run(look)
+
+    def lengths(self):
+        """One token, a few, and the full context_length: a crash only below context_length is a mask not sliced
+        to the tokens; a crash only at context_length is a mask built for fewer positions."""
+        def look():
+            module = self.loaded()
+            crashes = {}
+            for n in (self.dims.context, 1, self.dims.n):
+                try:
+                    module.forward(draw(2, n, self.dims.d_in, seed=self.seed + 31 + n, scale=1.0))
+                except StudentError as error:
+                    crashes[n] = error
+            if not crashes:
+                self.add("lengths", "ok")
+            elif set(crashes) == {self.dims.context}:
+                self.add("lengths", "long_crash")
+            elif self.dims.context not in crashes:
+                self.add("lengths", "short_crash")
+                self.observations += crash_observations(next(iter(crashes.values())))
+            else:
+                raise crashes[self.dims.context]  # every length fails: not about lengths
+
+        return self.run(look)
+
+    # -- dropout -----------------------------------------------------------------
+    def dropout_behaviour(self, p=SHARED_P, batch=64, seed=5):
+        dims = self.dims
+
+        def look():
+            module = self.shared()[0] if p == SHARED_P else self.build(qkv_bias=False, dropout=p)
+            first, scores, module = self.weights(module=module, batch=batch)
+            again, _, _ = self.weights(module=module, batch=batch)
+            if first is None or again is None:
+                return
+            self.add("eval", "ok" if torch.equal(first.nan_to_num(7.0), again.nan_to_num(7.0)) else "random")
+            trained, _, _ = self.weights(module=module, batch=batch, train=True, seed=seed)
+            if trained is None:
+                return
+            if bool(torch.isnan(trained).any()) and not bool(torch.isnan(first).any()):
+                self.add("target", "nan")
+                return
+            if self.target_seen == "outside":
+                return  # what the value trick reads in training is then not the dropped weights
+            active = torch.isfinite(first) & torch.isfinite(trained) & (first.abs() > 1e-7)
+            if int(active.sum()) < 100:
+                return  # too few weights to count what dropout drops
+            zero = (trained.abs() < 1e-7) & active
+            rate = zero.sum().item() / active.sum().item()
+            self.add("rate", rate_outcome(rate, p, 0.08))
+            survivors = active & ~zero
+            if rate > 0 and bool(survivors.any()):
+                ratio = (trained[survivors] / first[survivors])
+                self.add("rescale", rescale_outcome(ratio.median().item(), p)
+                         if bool(((ratio - ratio.median()).abs() < 1e-3 * ratio.median().abs()).all()) else None)
+                self.add("layout", layout_outcome(zero, p, active, heads_axis=1 if dims.heads > 1 else None))
+
+        def target():
+            """All-ones values (every token's last feature is 1, W_value reads only it): dropout on the
+            weights keeps every feature of a head equal, dropout elsewhere does not."""
+            module, info = self.shared()
+            params, _, _ = value_trick_params(info, dims.d_in, dims.d_out, dims.n, dims.heads, seed=self.seed)
+            values = torch.zeros(dims.d_out, dims.d_in)
+            values[:, -1] = 1.0
+            params["W_value.weight"] = values
+            module.load(params)
+            x = draw(4, dims.n, dims.d_in, seed=self.seed + 40, scale=1.0)
+            x[..., -1] = 1.0
+            out = as_double(module.forward(x, train=True, seed=seed + 1))
+            if out is None or out.dim() != 3 or out.shape[-1] != dims.d_out or bool(torch.isnan(out).any()):
+                return
+            blocks = out.reshape(out.shape[0], out.shape[1], dims.heads, -1)
+            self.target_seen = "ok" if bool((blocks - blocks[..., :1]).abs().max() < 1e-5) else "outside"
+            self.add("target", self.target_seen)
+
+        self.target_seen = None
+        self.run(self.value_path)
+        if getattr(self, "value_path_seen", None) == "ok":
+            self.run(target)
+        self.run(look)
+        return self
+
+
+# {student: {battery key: observations}}: the probes run once per student and step, whichever checks ask.
+_SEEN = weakref.WeakKeyDictionary()
+
+
+def module_observations(student, name, dims, causal=True, dropout=False, stand_in_heads=False):
+    """Every probe of the fault model on a module class, on the sizes `dims`: structure, creation order, the
+    attention weights (rows, scale, mask pattern), causality, batch independence, lengths and, if asked,
+    dropout. Computed once per student for the same arguments."""
+    key = (name, vars(dims).__repr__(), causal, dropout, stand_in_heads)
+    seen = _SEEN.setdefault(student, {})
+    if key not in seen:
+        battery = Battery(student, name, dims, stand_in_heads=stand_in_heads)
+        battery.structure().attention(causal=causal)
+        if causal:
+            battery.causality().batch_independence().lengths()
+        if dropout:
+            battery.dropout_behaviour()
+        battery.construction()
+        seen[key] = battery.observations
+    return list(seen[key])
+
+
+def projection_observation(result, x, weights):
+    """Which weight each of project's three outputs used: queries and keys swapped, another role's weight,
+    or W.T (square weights only) are the known mistakes."""
+    modelled = ("qk_swapped", "projection_mixup", "weight_transposed")
+    found = []
+    for got in result:
+        source = None
+        for index, W in enumerate(weights):
+            for transposed in (False, True):
+                if transposed and W.shape[0] != W.shape[1]:
+                    continue
+                want = x.double() @ (W.double().T if transposed else W.double())
+                got_value = as_double(got)
+                if got_value is not None and got_value.shape == want.shape and \
+                        (got_value - want).abs().max().item() < 1e-4:
+                    source = (index, transposed)
+                    break
+            if source:
+                break
+        found.append(source)
+    if None in found or len(found) != 3:
+        return observation("signature", matched=(), modelled=modelled)
+    if [index for index, _ in found] == [1, 0, 2]:
+        return observation("signature", matched=("qk_swapped",), modelled=modelled)
+    if any(index != role for role, (index, _) in enumerate(found)):
+        return observation("signature", matched=("projection_mixup",), modelled=modelled)
+    return observation("signature", matched=("weight_transposed",) if any(t for _, t in found) else (),
+                       modelled=modelled)
+
+
+def v1_init_observation(student, d_in, d_out, seed):
+    """SelfAttention_v1's seeded nn.Parameter(torch.rand(d_in, d_out)) draws, in the order query, key, value."""
+    state = student.build("SelfAttention_v1", d_in, d_out, seed=seed).state()
+    outcome = init_outcome(state, d_in, d_out, seed)
+    return [observation("init", outcome)] if outcome else []
+
+
+def wrapper_observations(student, d_in, d_out, context, heads, seed=9):
+    """The wrapper's probes: how it keeps its heads, and which known way of joining the heads' outputs (reversed,
+    along the tokens or the batch, stacked, the first head only) its output equals."""
+    try:
+        module = student.build("MultiHeadAttentionWrapper", d_in, d_out, context, 0.0, heads, seed=seed,
+                               stand_in_heads=True)
+        info = module.describe()
+        found = []
+        outcome = heads_outcome(info, module.state(), heads, d_out)
+        if outcome:
+            found.append(observation("heads", outcome))
+        if outcome not in ("ok", "extra", "same_init"):
+            return found
+        x = draw(2, 4, d_in, seed=seed + 1, scale=1.0)
+        outputs = [as_double(module.sub(f"heads.{h}").forward(x)) for h in range(heads)]
+        out = as_double(module.forward(x))
+        if out is None or any(part is None for part in outputs):
+            return found
+        joins = {"heads_reversed": torch.cat(outputs[::-1], dim=-1), "concat_tokens": torch.cat(outputs, dim=1),
+                 "concat_batch": torch.cat(outputs, dim=0), "stack_not_cat": torch.stack(outputs, dim=-1),
+                 "first_head_only": outputs[0]}
+        matched = [cause for cause, joined in joins.items()
+                   if joined.shape == out.shape and torch.allclose(joined, out, atol=1e-5)]
+        return found + [observation("signature", matched=matched, modelled=joins)]
+    except StudentError as error:
+        return crash_observations(error)

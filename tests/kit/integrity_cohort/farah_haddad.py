@@ -1,0 +1,165 @@
+# attention.py -- Farah Haddad
+# I learnt this from Karpathy's "Let's build GPT" video, so the variable
+# names follow his (B, T, C, wei, tril). The graded names are the chapter's.
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+
+def init_qkv_weights(d_in, d_out):
+    query = torch.rand(d_in, d_out)
+    key = torch.rand(d_in, d_out)
+    value = torch.rand(d_in, d_out)
+    return query, key, value
+
+
+def project(x, W_query, W_key, W_value):
+    return x @ W_query, x @ W_key, x @ W_value
+
+
+def attention_scores(queries, keys):
+    return queries @ keys.transpose(-2, -1)
+
+
+def scaled_attention_weights(scores, d_k):
+    wei = scores * d_k ** -0.5
+    return F.softmax(wei, dim=-1)
+
+
+def context_vectors(attn_weights, values):
+    return attn_weights @ values
+
+
+def dot_product_variance(dim, num_trials=1000, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(num_trials, dim, generator=g)
+    k = torch.randn(num_trials, dim, generator=g)
+    wei = (q * k).sum(-1)
+    return wei.var().item(), (wei * dim ** -0.5).var().item()
+
+
+class SelfAttention_v1(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+
+    def forward(self, x):
+        q = x @ self.W_query
+        k = x @ self.W_key
+        wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5
+        wei = F.softmax(wei, dim=-1)
+        v = x @ self.W_value
+        return wei @ v
+
+
+class SelfAttention_v2(nn.Module):
+    def __init__(self, d_in, d_out, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x):
+        q = self.W_query(x)
+        k = self.W_key(x)
+        wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5
+        wei = F.softmax(wei, dim=-1)
+        v = self.W_value(x)
+        return wei @ v
+
+
+def causal_mask(context_length):
+    tril = torch.tril(torch.ones(context_length, context_length))
+    return tril == 0
+
+
+def mask_and_renormalize(attn_weights):
+    T = attn_weights.shape[-1]
+    tril = torch.tril(torch.ones(T, T))
+    wei = attn_weights.masked_fill(tril == 0, 0.0)
+    return wei / wei.sum(-1, keepdim=True)
+
+
+def causal_attention_weights(scores, d_k):
+    T = scores.shape[-1]
+    tril = torch.tril(torch.ones(T, T))
+    wei = scores.masked_fill(tril == 0, float('-inf'))
+    return F.softmax(wei * d_k ** -0.5, dim=-1)
+
+
+def attention_dropout(attn_weights, p, training=True):
+    if not training or p == 0.0:
+        return attn_weights
+    keep = torch.bernoulli(torch.full_like(attn_weights, 1 - p))
+    return attn_weights * keep / (1 - p)
+
+
+class CausalAttention(nn.Module):
+    """one head of self-attention"""
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer('mask', torch.tril(torch.ones(context_length, context_length)))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        k = self.W_key(x)    # (B,T,hs)
+        q = self.W_query(x)  # (B,T,hs)
+        # compute attention scores ("affinities")
+        wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5  # (B, T, hs) @ (B, hs, T) -> (B, T, T)
+        wei = wei.masked_fill(self.mask[:T, :T] == 0, float('-inf'))  # (B, T, T)
+        wei = F.softmax(wei, dim=-1)  # (B, T, T)
+        wei = self.dropout(wei)
+        # perform the weighted aggregation of the values
+        v = self.W_value(x)  # (B,T,hs)
+        out = wei @ v  # (B, T, T) @ (B, T, hs) -> (B, T, hs)
+        return out
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    """multiple heads of self-attention in parallel"""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads = nn.ModuleList([CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
+                                    for _ in range(num_heads)])
+
+    def forward(self, x):
+        out = torch.cat([h(x) for h in self.heads], dim=-1)
+        return out
+
+
+class MultiHeadAttention(nn.Module):
+    """all heads in one batch: the projections are split into n_head pieces"""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        assert d_out % num_heads == 0
+        self.n_head = num_heads
+        self.head_size = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer('mask', torch.tril(torch.ones(context_length, context_length)))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        k = self.W_key(x).view(B, T, self.n_head, self.head_size).transpose(1, 2)    # (B, nh, T, hs)
+        q = self.W_query(x).view(B, T, self.n_head, self.head_size).transpose(1, 2)  # (B, nh, T, hs)
+        v = self.W_value(x).view(B, T, self.n_head, self.head_size).transpose(1, 2)  # (B, nh, T, hs)
+        wei = q @ k.transpose(-2, -1) * self.head_size ** -0.5  # (B, nh, T, T)
+        wei = wei.masked_fill(self.mask[:T, :T] == 0, float('-inf'))
+        wei = F.softmax(wei, dim=-1)
+        wei = self.dropout(wei)
+        out = wei @ v  # (B, nh, T, hs)
+        out = out.transpose(1, 2).contiguous().view(B, T, self.n_head * self.head_size)
+        return self.out_proj(out)

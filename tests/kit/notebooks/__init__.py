@@ -1,0 +1,1 @@
+"""The notebook corpus: correct solutions in the forms students submit (see make_notebooks.py)."""
