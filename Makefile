@@ -125,5 +125,8 @@ publish: $(VENV)/.installed
 check: $(VENV)/.installed
 	SUBMISSION=$(or $(SUBMISSION),exercises/attention.py) PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PY) -m pytest tests/public -q $(if $(STEP),-m $(STEP))
 
+# Removes OUT only when it is what `make grade` writes (OUT=~ by mistake must not cost a home folder).
 clean:
-	rm -rf $(OUT) .pytest_cache
+	@if [ -e "$(OUT)" ] && ! [ -e "$(OUT)/grades.csv" -o -d "$(OUT)/results" -o -e "$(OUT)/.grading.lock" ]; then \
+		echo "make clean: $(OUT) holds no grades.csv or results/, so it is not a grading OUT; nothing removed" >&2; exit 2; fi
+	rm -rf -- "$(OUT)" .pytest_cache

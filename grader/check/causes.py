@@ -386,6 +386,9 @@ SHAPE_CLASH = re.compile(r"must match the size of tensor|doesn't match the broad
                          r"Expected size for first two dimensions|shapes cannot be multiplied|size mismatch|"
                          r"cannot be broadcast|not broadcastable")
 KEYS_TRANSPOSED = re.compile(r"\b(keys|k|key)\s*\.\s*(T\b|mT\b|transpose\s*\(|permute\s*\()")
+# The axes of (b, heads, n, head_dim) keys: out of range there, the keys are not 4-D (the heads were split
+# wrongly before this line), and the transpose itself is right: two meanings, so no cause.
+HEADS_TRANSPOSE = re.compile(r"transpose\s*\(\s*(2\s*,\s*3|3\s*,\s*2)\s*\)")
 WEIGHT_TRANSPOSED = re.compile(r"\bW_\w+\s*\.\s*(T\b|t\(\))")
 WEIGHT_LEFT = re.compile(r"\bW_\w+(\.weight)?\s*@\s*x\b")
 MASK_SLICED = re.compile(r"mask[^@=]*\[\s*:[^\]]*,\s*:")
@@ -436,8 +439,10 @@ def crash_cause(error):
         return "head_dim_wrong"
     if WEIGHT_LEFT.search(code) and SHAPE_CLASH.search(message):
         return "weight_left"
-    if KEYS_TRANSPOSED.search(code) and (SHAPE_CLASH.search(message) or "Dimension out of range" in message):
+    if KEYS_TRANSPOSED.search(code) and SHAPE_CLASH.search(message):
         return "keys_transpose"
+    if KEYS_TRANSPOSED.search(code) and "Dimension out of range" in message and not HEADS_TRANSPOSE.search(code):
+        return "keys_transpose"  # axes past the keys' rank; but (2, 3) is right for split heads (see HEADS_TRANSPOSE)
     if SHAPE_CLASH.search(message):
         if WEIGHT_TRANSPOSED.search(code):
             return "weight_transposed"

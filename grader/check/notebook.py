@@ -295,7 +295,12 @@ def check_file(path, keys, device="cpu", stream=None):
 
 def device_problem(device):
     """Why checks cannot run on `device` here, or None."""
-    kind = torch.device(device).type
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError, ValueError):  # "tpu", "gpu", "cuda:x": torch's own message is a traceback
+        return f"{device!r} is not a device this checker knows: use cpu (the default), cuda, cuda:N or mps"
+    if kind not in ("cpu", "cuda", "mps"):
+        return f"the checks run on cpu, cuda or mps, not {kind}"
     if kind == "cuda" and not torch.cuda.is_available():
         return "CUDA is not available to this PyTorch; leave out device (checks run on the CPU)"
     if kind == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):

@@ -295,9 +295,10 @@ def signature_of(actual, suspects, atol, rtol):
     return observation("signature", matched=matched, modelled=modelled)
 
 
-def expect_rows_sum_to_one(weights, what, device="cpu", causal=None, observations=()):
+def expect_rows_sum_to_one(weights, what, device="cpu", causal=None, observations=(), probe="rows"):
     """Every row (last axis) of attention weights sums to one; say what is wrong if not.
-    `causal`: whether the weights should hide the future (None: judge by the weights)."""
+    `causal`: whether the weights should hide the future (None: judge by the weights); `probe`: "renorm"
+    for weights renormalised by hand (no softmax: a wrong axis there is not the softmax's)."""
     weights = tensor_with(weights, what, observations)
     atol, _ = tolerance(device)
     sums = weights.sum(dim=-1)
@@ -309,7 +310,7 @@ def expect_rows_sum_to_one(weights, what, device="cpu", causal=None, observation
     row = f"row {index[-1]}" + (f" (batch {fmt_index(index[:-1])})" if len(index) > 1 else "")
     picture = weights_picture(weights[tuple(index[:-1])], what, causal,
                               where=fmt_index(index[:-1]) if len(index) > 1 else "") if weights.dim() >= 2 else None
-    seen = [observation("rows", rows_outcome(weights, causal=bool(causal)))] + list(observations)
+    seen = [observation(probe, rows_outcome(weights, causal=bool(causal), probe=probe))] + list(observations)
     fail(f"{row} of {what} sums to {value:.4g}, but attention weights sum to one along each row", seen,
          picture=picture)
 

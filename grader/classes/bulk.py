@@ -16,11 +16,14 @@ import os
 import pwd
 import re
 import stat
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from grader.text import terminal
 from grader.judging import results_json as results_io
+from grader.judging.model import zero_result
 from grader.outfiles import OutputError, write_atomic
 from grader.classes.judges import graded_in_judges, judge_count
 from grader.classes.progress import Progress
@@ -196,6 +199,17 @@ def reusable(out, name, expected):
     return earlier if earlier.fingerprint == expected else None
 
 
+def internal_error_result(name, path, tests, error):
+    """A zero that says the grader, not the student's code, failed; the run goes on and says so. It carries
+    no fingerprint, so the next `make grade` into the same OUT grades the file again."""
+    why = (f"the grader failed on this file ({type(error).__name__}), which is not a verdict on your code; "
+           "your instructor has been told and will grade it again")
+    print(f"error: grading {terminal(name)} failed inside the grader: {type(error).__name__}: "
+          f"{terminal(str(error))[:300]}; it scored 0 for now, and the next `make grade` into this OUT grades it again",
+          file=sys.stderr, flush=True)
+    return zero_result(name, path, tests, why)
+
+
 def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=2, stream=None, judges=None):
     """Grade (name, path) pairs into out/results/, reusing unchanged results; return all results.
 
@@ -215,9 +229,15 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
         if failed:
             raise failed[0]
         name, path = item
-        result = grade(path, name, tests, options)
-        result.fingerprint = prints[name]
-        result.text = results_io.results_text(result, maxima)
+        try:
+            result = grade(path, name, tests, options)
+            result.fingerprint = prints[name]
+            result.text = results_io.results_text(result, maxima)
+        except OutputError:
+            raise
+        except Exception as error:  # noqa: BLE001 - a grader bug on one file must not cost the class its grades.csv
+            result = internal_error_result(name, path, tests, error)  # no fingerprint: the next run grades it again
+            result.text = results_io.results_text(result, maxima)
         try:
             write_atomic(result_path(out, name), result.text)
         except OutputError as error:

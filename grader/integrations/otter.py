@@ -35,7 +35,7 @@ from grader.check.suite import discover
 NAME = "attention"
 PYTHON_VERSION = "3.11"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-OTTER_CONFIG = {"lang": "python", "show_stdout": False, "show_hidden": False}
+OTTER_CONFIG = {"lang": "python", "show_stdout": False, "show_hidden": True}
 # What the shipped tests and grader/ import in Otter's kernel (tests/kit/test_requirements.py checks it):
 # IPython (grader.check.loader) is there anyway, as the kernel; pinned like the kit's own grading.
 IMAGE_PACKAGES = ("torch", "numpy", "ipython")

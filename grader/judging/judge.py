@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from grader.check.loader import SubmissionError, read_chunks
-from grader.judging.model import SubmissionResult, TestResult
+from grader.judging.model import SubmissionResult, TestResult, zero_result
 from grader.chapter import STEPS
 from grader.check.student import Student, StudentUnavailable
 from grader.check.runner import run_test
@@ -125,13 +125,6 @@ def check_readable(path):
         return str(error)
     except OSError as error:
         return f"{path}: cannot be read ({error.strerror})"
-
-
-def zero_result(name, path, tests, why):
-    """Zero on every test, with `why` as the message: for a file that cannot be graded at all."""
-    result = SubmissionResult(name, str(path or ""), problems=[why])
-    result.tests = [TestResult(t.name, t.step, 0.0, t.points, why, t.visibility) for t in tests]
-    return result
 
 
 def grade_submission(path, name, tests, options):

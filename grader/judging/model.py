@@ -49,3 +49,10 @@ class SubmissionResult:
         for test in self.tests:
             scores[test.step] += test.score
         return scores
+
+
+def zero_result(name, path, tests, why):
+    """Zero on every test, with `why` as the message: for a file that cannot be graded at all."""
+    result = SubmissionResult(name, str(path or ""), problems=[why])
+    result.tests = [TestResult(t.name, t.step, 0.0, t.points, why, t.visibility) for t in tests]
+    return result

@@ -9,6 +9,12 @@ keeper's PID 1 once the keeper is gone, leftovers of the basic mode), and reaps 
 import gc
 import warnings
 
+# Modules a solution may import that torch does not load itself: imported here, they are in every worker
+# whatever the sandbox's view shows (a virtual environment reached through a link is seen only where the
+# link points, and the modules' own paths would not resolve inside the view).
+import numpy.random  # noqa: F401
+import numpy.linalg  # noqa: F401
+
 from grader.sandbox import processes
 from grader.sandbox import worker
 

@@ -206,13 +206,13 @@ def _seal_as_root(policy, report):
     if policy.uid is None:
         raise SandboxError("the root sandbox needs a private uid for the worker")
     _check(_libc.unshare(CLONE_NEWNS), "unshare(mount namespace)")
-    _build_view(policy)
+    _build_view(policy, owner=policy.uid)
     _mark("filesystem view")
     _check(_libc.unshare(BESIDE_USER), "unshare(pid, ipc, uts, net, cgroup namespaces)")
     _mark("unshare")
     alive_r = _become_pid1(policy)
     _mark("fork PID 1")
-    _private_mounts(policy, owner=policy.uid)
+    _private_mounts()
     _mark("tmp, proc")
     _network_and_ipc(policy, report, user_namespace=False)
     _mark("network, ipc")
@@ -242,11 +242,11 @@ def _seal_in_user_namespace(policy, report):
     # user's processes on the machine; set before, a user with many processes could not even fork.
     resource.setrlimit(resource.RLIMIT_NPROC, (policy.processes, policy.processes))
     _mark("unshare")
-    _build_view(policy)
+    _build_view(policy, owner=0)
     _mark("filesystem view")
     alive_r = _become_pid1(policy)
     _mark("fork PID 1")
-    _private_mounts(policy, owner=0)
+    _private_mounts()
     _mark("tmp, proc")
     _network_and_ipc(policy, report, user_namespace=True)
     _mark("network, ipc")
@@ -313,18 +313,33 @@ def _owner(pid):
         return None
 
 
-def _build_view(policy, root="/tmp"):
-    """In a private mount namespace: a fresh tmpfs as the new root, read-only binds of the view and the
-    devices, empty /proc and /tmp; pivot into it; make it read-only. The caller can read the view."""
+def _build_view(policy, owner, root="/tmp"):
+    """In a private mount namespace: a fresh tmpfs as the new root, the worker's private /tmp in it, read-only
+    binds of the view and the devices, an empty /proc; pivot into it; make it read-only. The caller can read
+    the view. Sources are opened before anything is mounted (a checkout or virtual environment under /tmp is
+    covered by the new root's tmpfs) and bound through their descriptors; the private /tmp comes first, so
+    that a view path under /tmp (a venv in /tmp/ci) is bound on top of it instead of hidden by it."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount("sandbox", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
-    for path in policy.view:
-        target = root + path
-        if os.path.islink(path):  # /lib -> usr/lib on merged-/usr systems
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            os.symlink(os.readlink(path), target)
-            continue
-        _bind_read_only(path, target, os.path.isdir(path))
+    sources = {}
+    try:
+        for path in policy.view:
+            if not os.path.islink(path):
+                sources[path] = (os.open(path, os.O_PATH | os.O_CLOEXEC), os.path.isdir(path))
+        _mount("sandbox", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
+        os.mkdir(root + "/tmp")
+        _mount("tmp", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+               f"size={policy.tmp_bytes},nr_inodes={policy.tmp_inodes},mode=0700,uid={owner},gid={owner}")
+        for path in policy.view:
+            target = root + path
+            if path not in sources:  # /lib -> usr/lib on merged-/usr systems
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.symlink(os.readlink(path), target)
+                continue
+            descriptor, directory = sources[path]
+            _bind_read_only(f"/proc/self/fd/{descriptor}", target, directory, os.fstatvfs(descriptor))
+    finally:
+        for descriptor, _ in sources.values():
+            os.close(descriptor)
     for device in policy.devices:
         if os.path.exists(device):
             _bind(device, root + device, directory=False)  # devices stay usable: nodev is not set on them
@@ -333,7 +348,6 @@ def _build_view(policy, root="/tmp"):
     # here until PID 1 covers it with its own, before any student code runs, and can never be
     # uncovered (the mount is locked, no capability is left, seccomp refuses umount).
     _mount("/proc", root + "/proc", None, MS_BIND | MS_REC)
-    os.mkdir(root + "/tmp")
     os.chdir(root)
     _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")  # the old root now lies under "."
     _check(_libc.umount2(b".", MNT_DETACH), "umount the old root")
@@ -350,9 +364,9 @@ def _bind(source, target, directory):
     _mount(source, target, None, MS_BIND)
 
 
-def _bind_read_only(source, target, directory):
+def _bind_read_only(source, target, directory, stats):
     _bind(source, target, directory)  # not MS_REC: mounts below `source` stay hidden
-    locked = os.statvfs(source).f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY)  # flags a userns keeps
+    locked = stats.f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY)  # flags a user namespace keeps
     _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | locked)
 
 
@@ -422,10 +436,8 @@ def _die_with(parent):
             os._exit(1)
 
 
-def _private_mounts(policy, owner):
-    """In PID 1: a size-capped tmpfs at /tmp owned by the worker, and a procfs of this PID namespace."""
-    _mount("tmp", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-           f"size={policy.tmp_bytes},nr_inodes={policy.tmp_inodes},mode=0700,uid={owner},gid={owner}")
+def _private_mounts():
+    """In PID 1: a procfs of this PID namespace; the private /tmp (see `_build_view`) is its working folder."""
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.chdir("/tmp")
 

@@ -5,9 +5,9 @@ bubblewrap and nsjail use; Debian's `libseccomp2`, loaded through ctypes) into r
 BPF bytes; a worker only hands those bytes to prctl, which needs no library at all.
 Refused with EPERM (or ENOSYS/EAFNOSUPPORT where that makes callers fall back):
 debugging other processes, keyrings, mounting, namespaces, eBPF, perf events,
-userfaultfd, io_uring, kernel modules, kexec, clocks, swap, and sockets other
-than unix, IPv4 and IPv6 (vsock, netlink, packet... reach past the network namespace
-or configure it). `setsid` succeeds without doing anything (the worker's session is the
+userfaultfd, io_uring, kernel modules, kexec, clocks, swap, and sockets (netlink,
+vsock, packet... reach past the network namespace; unix and IP socket buffers are
+memory no per-process limit counts; on CUDA unix sockets stay for the driver). `setsid` succeeds without doing anything (the worker's session is the
 sandbox's CPU share where the kernel schedules a session's processes as one group:
 autogroups). x86_64 and aarch64
 use their own numbers; system calls of another architecture (i386, x32) kill the
@@ -37,7 +37,10 @@ DENIED = (
 )
 # <linux/sched.h>: the namespace flags clone(2) must not carry
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080)
-ALLOWED_SOCKET_FAMILIES = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6
+# Sockets of every family are refused: a solution needs none, and without a memory cgroup (an ordinary user)
+# nothing counts what their buffers hold (a few hundred MiB per process). The worker's connection to the judge
+# exists before the filter loads. On CUDA, unix sockets stay (the driver may talk to its daemons over them).
+AF_UNIX = 1
 SCMP_ACT_ALLOW = 0x7FFF0000
 SCMP_CMP_EQ, SCMP_CMP_GE, SCMP_CMP_MASKED_EQ = 4, 5, 7
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
@@ -79,9 +82,9 @@ def _library():
     return lib
 
 
-@functools.lru_cache(maxsize=1)
-def program():
-    """The filter as raw BPF bytes (built once per process); SeccompUnavailable without libseccomp."""
+@functools.lru_cache(maxsize=2)
+def program(unix_sockets=False):
+    """The filter as raw BPF bytes (built once per process and kind); SeccompUnavailable without libseccomp."""
     lib = _library()
     context = lib.seccomp_init(SCMP_ACT_ALLOW)
     if not context:
@@ -107,9 +110,11 @@ def program():
         # clone3 passes its flags in memory no filter can read: ENOSYS makes glibc fall back to clone.
         refuse("clone3", errno.ENOSYS)
         for call in ("socket", "socketpair"):
-            for family in [0, *range(3, 10)]:
-                refuse(call, errno.EAFNOSUPPORT, _ArgCmp(0, SCMP_CMP_EQ, family, 0))
-            refuse(call, errno.EAFNOSUPPORT, _ArgCmp(0, SCMP_CMP_GE, 11, 0))
+            if unix_sockets:
+                refuse(call, errno.EAFNOSUPPORT, _ArgCmp(0, SCMP_CMP_EQ, 0, 0))
+                refuse(call, errno.EAFNOSUPPORT, _ArgCmp(0, SCMP_CMP_GE, AF_UNIX + 1, 0))
+            else:
+                refuse(call, errno.EAFNOSUPPORT)
         return _export(lib, context)
     finally:
         lib.seccomp_release(context)

@@ -23,6 +23,7 @@ import dataclasses
 import gc
 import math
 import multiprocessing
+import multiprocessing.spawn
 import multiprocessing.util
 import os
 import select
@@ -48,6 +49,7 @@ from grader.check.student import StudentUnavailable
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 WATCH_INTERVAL = 0.1  # seconds between memory checks while waiting for an answer
 SETUP_SECONDS = 30.0  # a worker that is not sealed by then is broken (not the student's time)
+SEAL_ATTEMPTS = 3
 PROCESS_LIMIT = 64  # processes and threads of one submission (cgroup pids, RLIMIT_NPROC)
 CORES, CPU_SLACK = 1.5, 0.5  # without a cpu cgroup: CPU seconds a step may use per second, and on top
 CGROUP_HEADROOM = {"cpu": 64 << 20, "cuda": 1 << 30}  # what the worker itself may add beyond the step's cap
@@ -107,7 +109,16 @@ def context():
         _CONTEXT = multiprocessing.get_context("forkserver")
         _CONTEXT.set_forkserver_preload(["grader.sandbox.forkserver"])
         multiprocessing.util.spawnv_passfds = _spawn_with_short_environment
+        multiprocessing.spawn.get_preparation_data = _neutral_preparation_data
     return _CONTEXT
+
+
+def _neutral_preparation_data(name):
+    """What multiprocessing tells a new worker of the judge: by default the judge's command line (the class
+    folder, OUT, the roster), its folder, sys.path and key, all readable by student code in its own memory.
+    A worker needs none of it: the fork server it is forked from already imported the grader, and its target
+    is found by name. Only the judge's workers are started through multiprocessing (judges are plain forks)."""
+    return {"name": name, "authkey": os.urandom(32)}
 
 
 # What the fork server (and the resource tracker) are started with. Every worker is a fork of the fork
@@ -252,16 +263,6 @@ def _probe():
     return Protections(mode, tuple(on), tuple(off + [o for o in report["off"] if o not in off]), controllers)
 
 
-def degrade(why):
-    """A worker could not seal itself in the probed mode: later workers use the basic one."""
-    global _PROTECTIONS
-    current = protections()
-    with _PROBE_LOCK:
-        _PROTECTIONS = dataclasses.replace(
-            current, mode="basic", on=tuple(n for n in current.on if n not in seal.NAMESPACES + ("user namespace",)),
-            off=current.off + (f"{current.mode} namespaces failed in a worker: {why}",))
-
-
 # ----------------------------------------------------------------------------------- in the worker
 
 def worker_main(conn, spec):
@@ -355,7 +356,7 @@ class _Sealed:
             self.cgroup = cgroups.Cgroup.create(config.memory_limit + headroom, PROCESS_LIMIT)
         nodes, folders = seal.cuda_devices() if config.device.startswith("cuda") else ((), ())
         try:
-            bpf = seccomp.program()
+            bpf = seccomp.program(unix_sockets=config.device.startswith("cuda"))
         except seccomp.SeccompUnavailable:
             bpf = b""
         spec = {"mode": self.mode, "uid": self.uid, "cgroup": self.cgroup, "bpf": bpf, "device": config.device,
@@ -534,7 +535,7 @@ def _refill(config):
             _FILLING.discard(config)
 
 
-def _acquire(config, require):
+def _acquire(config):
     """A sealed worker for `config` (a spare if one is ready) and the seconds the caller waited."""
     started = time.monotonic()
     with _SPARE_LOCK:
@@ -549,18 +550,22 @@ def _acquire(config, require):
         worker.close()
         worker = None
     worker = worker or _Sealed(config)
-    for attempt in range(3):  # a second try in the same mode (a passing shortage), then the basic mode
+    # Tries again in the same mode (a passing shortage: memory, pids, a slow machine), never in a weaker
+    # one: what the run probed and reported holds for every submission, and no submission can make a later
+    # one run with fewer protections. A worker that cannot be sealed costs its submission a regradable
+    # zero (grader.classes.bulk), never a grade taken without its sandbox.
+    for attempt in range(SEAL_ATTEMPTS):
         try:
             worker.wait_sealed()
             return worker, time.monotonic() - started
         except SetupFailed as error:
             worker.close()
-            if worker.mode == "basic" or (attempt and require):
-                raise seal.SandboxError(f"a worker could not seal itself ({worker.mode} mode): {error}") from None
-            if attempt:
-                degrade(str(error))
+            if attempt == SEAL_ATTEMPTS - 1:
                 discard_spares()
-            worker = _Sealed(config, mode="basic" if attempt else worker.mode)
+                raise seal.SandboxError(f"a worker could not seal itself ({worker.mode} mode, {SEAL_ATTEMPTS} "
+                                        f"tries): {error}") from None
+            time.sleep(0.5 * (attempt + 1))
+            worker = _Sealed(config, mode=worker.mode)
     raise AssertionError("unreachable")
 
 
@@ -667,7 +672,7 @@ class WorkerTransport:
                          private_uid and processes.running_as_root())
         if self.REQUIRE_SANDBOX and not protections().complete:
             raise seal.SandboxError(protections().summary())
-        self.worker, self.setup_seconds = _acquire(config, self.REQUIRE_SANDBOX)
+        self.worker, self.setup_seconds = _acquire(config)
         self.protections = self.worker.report
         self.process, self.conn, self.uid = self.worker.process, self.worker.conn, self.worker.uid
         self.poller = select.poll()  # one poll object per worker: a selector per answer costs more than the answer

@@ -115,3 +115,18 @@ def batch_mixed(module, x, device):
     out = expect_tensor(module.forward(changed), "the output", shape=tuple(base.shape))
     others = [i for i in range(x.shape[0]) if i != 1]
     return not torch.allclose(out[others], base[others], atol=tolerance(device)[0])
+
+
+def expect_attention_from_queries_and_keys(make_module, params, x, device, probes=None):
+    """The properties below hold for any causal average of the values (uniform weights, no attention at
+    all): they earn points only for attention whose weights come from the queries and keys. Changing
+    W_query, then W_key (eval mode, several tokens), must change the output."""
+    base = expect_tensor(make_module(params).forward(x, train=False), "the output")
+    for role in ("W_query", "W_key"):
+        changed = dict(params)
+        changed[f"{role}.weight"] = params[f"{role}.weight"].flip(0) * 2.0
+        out = expect_tensor(make_module(changed).forward(x, train=False), "the output", shape=tuple(base.shape))
+        if torch.allclose(out, base, atol=tolerance(device)[0]):
+            fail(f"changing {role}'s weights does not change the output: the attention weights must be "
+                 f"softmax(queries @ keys^T / sqrt(d_k)), computed from {role}(x); this property counts once "
+                 "they are", probes() if probes else [])

@@ -1,8 +1,8 @@
 """Step 5 (causal_attention): hidden checks."""
 
 from .oracle import linear_attention, qkv_params, randn, suspects
-from .probes import (batch_mixed, causal_leak, check_lengths, check_module_dropout, probe_params, prober,
-                     read_weights)
+from .probes import (batch_mixed, causal_leak, check_lengths, check_module_dropout,
+                     expect_attention_from_queries_and_keys, probe_params, prober, read_weights)
 
 from grader.check.causes import observation
 from grader.check.signatures import Dims
@@ -17,6 +17,13 @@ DIMS = Dims(d_in=D_IN, d_out=D_OUT, n=N, context=CONTEXT, batch=B)  # scales sqr
 
 def build(student, dropout=0.0, qkv_bias=False, params=None, context=CONTEXT):
     return student.build("CausalAttention", D_IN, D_OUT, context, dropout, qkv_bias=qkv_bias, seed=0, weights=params)
+
+
+def uses_queries_and_keys(student, probes):
+    with named_crashes(probes):
+        expect_attention_from_queries_and_keys(lambda params: build(student, params=params),
+                                               qkv_params(D_IN, D_OUT, seed=13), randn(B, N, D_IN, seed=14),
+                                               student.device, probes)
 
 
 def check_against_reference(student, x, params, bias, what):
@@ -45,6 +52,7 @@ def test_weights_through_values(student):
     probes = prober(student, "CausalAttention", DIMS)
     with named_crashes(probes):
         weights = read_weights(build(student, qkv_bias=True), probe_params(D_IN, D_OUT, N), B, N, D_IN, heads=1)
+    uses_queries_and_keys(student, probes)
     what = "the attention weights (read through one-hot values)"
     expect_future_hidden(weights, what, student.device, observations=probes())
     expect_rows_sum_to_one(weights, what, student.device, causal=True, observations=probes())
@@ -56,6 +64,7 @@ def test_causality(student):
     with named_crashes(probes):
         leak = causal_leak(build(student, params=qkv_params(D_IN, D_OUT, seed=5)), randn(B, N, D_IN, seed=6),
                            student.device)
+    uses_queries_and_keys(student, probes)
     if leak is not None:
         fail(f"changing tokens {leak + 1}.. changed the output of token {leak} or earlier: information leaks "
              "from the future", [observation("causality", "leak")] + probes())
@@ -67,6 +76,7 @@ def test_batch_independence(student):
     with named_crashes(probes):
         mixed = batch_mixed(build(student, params=qkv_params(D_IN, D_OUT, seed=8)), randn(B, N, D_IN, seed=9),
                             student.device)
+    uses_queries_and_keys(student, probes)
     if mixed:
         fail("changing sequence 1 of the batch changed the outputs of the other sequences",
              [observation("batch", "mixed")] + probes())

@@ -2,7 +2,8 @@
 
 import torch
 from .oracle import linear_attention, linear_params, multihead, qkv_params, randn, suspects
-from .probes import batch_mixed, causal_leak, check_lengths, check_module_dropout, probe_params, prober, read_weights
+from .probes import (batch_mixed, causal_leak, check_lengths, check_module_dropout,
+                     expect_attention_from_queries_and_keys, probe_params, prober, read_weights)
 
 from grader.check.causes import observation
 from grader.check.signatures import Dims
@@ -32,6 +33,12 @@ def build(student, d_in=D_IN, d_out=D_OUT, heads=HEADS, dropout=0.0, qkv_bias=Fa
 
 def probes_of(student):
     return prober(student, "MultiHeadAttention", DIMS)
+
+
+def uses_queries_and_keys(student, probes):
+    with named_crashes(probes):
+        expect_attention_from_queries_and_keys(lambda params: build(student, params=params), mha_params(13),
+                                               randn(B, N, D_IN, seed=14), student.device, probes)
 
 
 def check_against_reference(student, x, params, qkv_bias, what, heads=HEADS, d_out=D_OUT):
@@ -74,6 +81,7 @@ def test_weights_through_values(student):
     with named_crashes(probes):
         weights = read_weights(build(student, d_out=d_out, heads=heads, qkv_bias=True),
                                probe_params(D_IN, d_out, N, heads=heads, out_proj=True), B, N, D_IN, heads)
+    uses_queries_and_keys(student, probes)
     what = "the attention weights of every head (read through one-hot values)"
     expect_future_hidden(weights, what, student.device, observations=probes())
     expect_rows_sum_to_one(weights, what, student.device, causal=True, observations=probes())
@@ -84,6 +92,7 @@ def test_causality(student):
     probes = probes_of(student)
     with named_crashes(probes):
         leak = causal_leak(build(student, params=mha_params(5)), randn(B, N, D_IN, seed=6), student.device)
+    uses_queries_and_keys(student, probes)
     if leak is not None:
         fail(f"changing tokens {leak + 1}.. changed the output of token {leak} or earlier: information leaks "
              "from the future", [observation("causality", "leak")] + probes())
@@ -94,6 +103,7 @@ def test_batch_independence(student):
     probes = probes_of(student)
     with named_crashes(probes):
         mixed = batch_mixed(build(student, params=mha_params(8)), randn(B, N, D_IN, seed=9), student.device)
+    uses_queries_and_keys(student, probes)
     if mixed:
         fail("changing sequence 1 of the batch changed the outputs of the other sequences",
              [observation("batch", "mixed")] + probes())

@@ -139,6 +139,23 @@ def test_two_judge_processes_grade_like_one(classroom, suite, maxima, tmp_path):
     assert len(list((tmp_path / "two" / "results").glob("*.json"))) == 8
 
 
+def test_a_grader_error_on_one_file_costs_a_zero_that_the_next_run_grades_again(classroom, suite, maxima, tmp_path,
+                                                                                capsys):
+    def breaks_on_one(path, name, tests, options):
+        if name == "student_003":
+            raise RuntimeError("a grader bug")
+        return grade_submission(path, name, tests, options)
+
+    expected, _ = judged(classroom, tmp_path / "one", suite, maxima, grade_submission, judges=1, jobs=2)
+    broken, progress = judged(classroom, tmp_path / "two", suite, maxima, breaks_on_one, judges=1, jobs=2)
+    assert progress.count("graded student_") == 8
+    assert "grading student_003 failed inside the grader: RuntimeError" in capsys.readouterr().err
+    rows = {line.split(",")[0]: line for line in broken.splitlines()}
+    assert rows["student_003"].endswith(",0")
+    again, _ = judged(classroom, tmp_path / "two", suite, maxima, grade_submission, judges=1, jobs=2)
+    assert again == expected
+
+
 def test_what_a_dead_judge_leaves_is_graded_by_the_parent(classroom, suite, maxima, tmp_path):
     parent = os.getpid()
 

@@ -9,6 +9,7 @@ and test_sandbox.py.
 """
 
 import ast
+import csv
 import dataclasses
 import json
 import os
@@ -900,3 +901,54 @@ def unpickling_sites_of_text(text, like):
         for item in folder.iterdir():
             item.unlink()
         folder.rmdir()
+
+
+# --------------------------------------------------------------------------- trusting what the worker says
+
+ATTACK_FILES = Path(__file__).parent / "attacks"
+# Every step's errors come back with fields of the wrong types (a list, a dict, a number, a huge text):
+# whatever the worker says about an error, the judge keeps bounded text, and a class run goes on.
+FORGED_ERRORS = '''
+import grader.check.session as _session
+
+_FORGED = [{"type": ["X"], "message": ["not a string"], "location": {"a": 1}, "not_implemented": "yes"},
+           {"type": 7, "message": {"nested": [1, 2]}, "location": None, "missing_name": ["W_query"]},
+           {"type": "E" * 100000, "message": b"bytes", "location": 3.5, "returned": [True]}]
+
+
+def _forge(error, module=None, _count=[0]):
+    _count[0] += 1
+    return _FORGED[_count[0] % len(_FORGED)]
+
+
+_session.describe_error = _forge
+'''
+
+
+def test_attention_that_ignores_queries_and_keys_earns_only_shapes_and_structure(grade, maxima):
+    """Uniform causal weights pass causality, batch independence and rows summing to one: those
+    properties count only for attention whose weights come from the queries and keys."""
+    result = grade((ATTACK_FILES / "no_attention.py").read_text())
+    steps = result.step_scores()
+    for step in ("causal_attention", "multihead_attention"):
+        assert steps[step] <= 0.25 * maxima[step], (step, steps[step])
+    outputs = " ".join(test.output for test in result.tests)
+    assert "weights does not change the output" in outputs
+    variance = [test for test in result.tests if test.name.startswith("scaling: dot_product_variance grows")]
+    assert variance and all(test.score == 0 for test in variance), "(dim, 1.0) without drawing anything"
+
+
+def test_forged_error_reports_cost_only_their_author(tmp_path, stub, clean, maxima):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "honest.py").write_text(clean)
+    (folder / "forger.py").write_text(stub.replace("raise NotImplementedError", "raise ValueError") + FORGED_ERRORS)
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    rows = {row["submission"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    assert float(rows["honest"]["total"]) == sum(maxima.values())
+    assert float(rows["forger"]["total"]) <= 1.0, rows["forger"]  # a stub that raises: at most a check of its own
+    forged = json.loads((out / "results" / "forger.json").read_text(encoding="utf-8"))
+    assert all(isinstance(test["output"], str) and len(test["output"]) < 5000 for test in forged["tests"])

@@ -322,6 +322,25 @@ def test_every_make_knob_reaches_the_grader_and_a_typo_stops_make(tmp_path):
     assert missing.returncode != 0 and "needs STUDENT=" in missing.stderr
 
 
+def test_knobs_come_from_the_command_line_only_and_make_clean_removes_only_a_grading_out(tmp_path):
+    project = kit_project(tmp_path / "kit")
+    inherited = subprocess.run(["make", "-n", "grade"], cwd=project, capture_output=True, text=True, timeout=60,
+                               env=shell_env(OUT="/home", SUBMISSION="elsewhere.py", DEVICE="cuda"))
+    assert inherited.stdout.strip().splitlines()[-1].split()[3:9] == ["grade", "--out", "out", "--device", "cpu", "--engine"]
+    precious = tmp_path / "notes"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work")
+    refused = subprocess.run(["make", "clean", f"OUT={precious}"], cwd=project, capture_output=True, text=True,
+                             timeout=60, env=shell_env())
+    assert refused.returncode != 0 and "not a grading OUT" in refused.stderr
+    assert (precious / "thesis.tex").exists()
+    graded = tmp_path / "graded"
+    (graded / "results").mkdir(parents=True)
+    done = subprocess.run(["make", "clean", f"OUT={graded}"], cwd=project, capture_output=True, text=True,
+                          timeout=60, env=shell_env())
+    assert done.returncode == 0 and not graded.exists(), done.stderr
+
+
 def test_overrides_that_cannot_apply_are_refused_before_grading(tmp_path):
     bad = tmp_path / "overrides.csv"
     for text, message in (("student,step,points,reason\nx,attention,3,why\n", "neither 'total' nor"),

@@ -48,12 +48,12 @@ def check_structure(student):
     modules = info["modules"]
     for role in ("W_query", "W_key", "W_value"):
         entry = modules.get(role)
-        assert entry and entry["class"] == "Linear", f"{role} should be an nn.Linear attribute"
+        assert entry and "in_features" in entry, f"{role} should be an nn.Linear attribute"  # (or a subclass)
         assert (entry["in_features"], entry["out_features"], entry["bias"]) == (5, 4, False), (
             f"{role} should be nn.Linear(d_in, d_out, bias=qkv_bias); yours maps {entry['in_features']} -> "
             f"{entry['out_features']} with bias={entry['bias']}")
     dropout = modules.get("dropout")
-    assert dropout and dropout["class"] == "Dropout", "self.dropout should be an nn.Dropout"
+    assert dropout and "p" in dropout, "self.dropout should be an nn.Dropout"
     assert abs(dropout["p"] - 0.1) < 1e-9, f"self.dropout has p={dropout['p']}, expected the dropout argument 0.1"
     assert "mask" in info["buffers"], (
         "the mask should be a registered buffer (self.register_buffer('mask', ...)) so that it moves "

@@ -12,6 +12,7 @@ then every statement that calls `get_ipython()` becomes `pass`, and the student
 is told which line was not loaded and why. Comments and strings are never touched.
 """
 
+import __future__
 import ast
 import contextlib
 import functools
@@ -502,24 +503,77 @@ def _defined_names(trees):
     }
 
 
-def _is_definition(node, local_names):
-    """Whether a top-level statement only defines things (and so runs at load time)."""
+# Calls that only report, harmless in a block that also defines something (`if cuda: device = ...; print(...)`).
+REPORTING_CALLS = re.compile(r"(print|warnings\.warn|logging\.\w+|logger\.\w+|log\.\w+)$")
+
+
+def _names_read(nodes):
+    return {sub.id for node in nodes for sub in ast.walk(node)
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
+
+
+def _assigned_names(node):
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return {sub.id for target in targets for sub in ast.walk(target) if isinstance(sub, ast.Name)}
+
+
+def _is_definition(node, local_names, needed=frozenset()):
+    """Whether a top-level statement only defines things (and so runs at load time).
+
+    Demo code (`ca = CausalAttention(...)`, `print(ca(batch))`, a training loop) is left out: it can be
+    slow or crash and grades nothing. An assignment that calls the file's own functions runs only when
+    the definitions read the name it sets (`NEG_INF = _neg_inf()`, `DEVICE = pick_device()`)."""
     if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Pass)):
         return True
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         calls = [sub for sub in ast.walk(node) if isinstance(sub, ast.Call)]
-        return not any(isinstance(call.func, ast.Name) and call.func.id in local_names for call in calls)
+        calls_own = any(isinstance(call.func, ast.Name) and call.func.id in local_names for call in calls)
+        return not calls_own or bool(_assigned_names(node) & needed)
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
         return True  # a docstring
-    if isinstance(node, ast.Try):
-        bodies = node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body]
-        return all(_is_definition(sub, local_names) for sub in bodies)
+    if isinstance(node, ast.Try):  # handlers and `finally` run only around what the body defines
+        return all(_is_definition(sub, local_names, needed) for sub in node.body + node.orelse)
     if isinstance(node, ast.If):
         guard = ast.unparse(node.test)
         if "__name__" in guard:
             return False  # the script part of the file
-        return all(_is_definition(sub, local_names) for sub in node.body + node.orelse)
+        branches = node.body + node.orelse
+        return any(not _is_reporting(sub) for sub in branches) and all(
+            _is_reporting(sub) or _is_definition(sub, local_names, needed) for sub in branches)
     return False
+
+
+def _is_reporting(node):
+    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+            and REPORTING_CALLS.match(ast.unparse(node.value.func)) is not None)
+
+
+def _needed_names(trees, local_names):
+    """The names the file's definitions read (their bodies, defaults and decorators), and, in turn, what
+    the statements that set those names read: the module-level values loading must not leave out."""
+    nodes = [node for tree in trees for node in tree.body]
+    needed = _names_read([node for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                        ast.ClassDef))])
+    while True:
+        kept = [node for node in nodes if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and _is_definition(node, local_names, needed)]
+        more = needed | _names_read(kept)
+        if more == needed:
+            return frozenset(needed)
+        needed = more
+
+
+def _future_flags(trees):
+    """Compiler flags of the file's `from __future__ import ...` lines: each statement is compiled on its own,
+    and `annotations` must still apply to all of them."""
+    flags = 0
+    for tree in trees:
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+                for alias in node.names:
+                    feature = getattr(__future__, alias.name, None)
+                    flags |= getattr(feature, "compiler_flag", 0)
+    return flags
 
 
 def _describe(error):
@@ -544,7 +598,9 @@ def load_definitions(path, module_name="attention", chunks=None):
         if "get_ipython" in chunk.source:  # most cells have none: spare them the walk
             trees = [_IPythonCalls(chunk, skipped).visit(tree) for tree in trees]
         parsed += [(chunk, tree) for tree in trees]
-    local_names = _defined_names([tree for _, tree in parsed])
+    trees = [tree for _, tree in parsed]
+    local_names = _defined_names(trees)
+    needed, flags = _needed_names(trees, local_names), _future_flags(trees)
     module = types.ModuleType(module_name)
     module.__file__ = str(path)
     for chunk in chunks:  # tracebacks show the student's own lines
@@ -552,10 +608,12 @@ def load_definitions(path, module_name="attention", chunks=None):
         linecache.cache[chunk.filename] = (len(text), None, text.splitlines(True), chunk.filename)
     for chunk, tree in parsed:
         for node in tree.body:
-            if isinstance(node, ast.Pass) or not _is_definition(node, local_names):
+            if isinstance(node, ast.Pass) or not _is_definition(node, local_names, needed):
                 continue  # `pass` (a left-out IPython line among them) defines nothing: no need to compile it
             try:
-                exec(compile(ast.Module(body=[node], type_ignores=[]), chunk.filename, "exec"), module.__dict__)
+                code = compile(ast.Module(body=[node], type_ignores=[]), chunk.filename, "exec", flags=flags,
+                               dont_inherit=True)
+                exec(code, module.__dict__)
             except BaseException as error:  # noqa: BLE001 - SystemExit at import must not stop loading
                 if isinstance(error, KeyboardInterrupt):
                     raise

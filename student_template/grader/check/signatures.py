@@ -47,6 +47,9 @@ def rows_outcome(weights, causal=False, probe="rows"):
     if bool(((sums - 1).abs() <= ROW_TOL).all()):
         return "ok"
     if summed_to_one(weights):
+        if probe == "renorm":  # renormalising has one wrong axis with a name: the columns (dim=-2) alone
+            columns = weights.sum(dim=-2)
+            return "axis" if bool(((columns - 1).abs() <= ROW_TOL * 10).all()) else "other"
         return "axis"
     constant = sums.flatten()[0].item()
     if 0 < constant < 1 - ROW_TOL and bool(((sums - constant).abs() <= ROW_TOL).all()):
@@ -713,21 +716,36 @@ class Battery:
                 self.add("layout", layout_outcome(zero, p, active, heads_axis=1 if dims.heads > 1 else None))
 
         def target():
-            """All-ones values (every token's last feature is 1, W_value reads only it): dropout on the
-            weights keeps every feature of a head equal, dropout elsewhere does not."""
+            """Values that every feature of a head shares (W_value reads only the last input feature, which
+            differs by token): dropout on the weights keeps a head's features equal, dropout elsewhere does not."""
             module, info = self.shared()
             params, _, _ = value_trick_params(info, dims.d_in, dims.d_out, dims.n, dims.heads, seed=self.seed)
             values = torch.zeros(dims.d_out, dims.d_in)
-            values[:, -1] = 1.0
+            # Head h's features all read (h + 1) x the last input feature: a head's block of the output is then
+            # uniform, and tells heads apart, so that heads merged on the wrong axes show without any dropout.
+            values[:, -1] = torch.arange(1, dims.heads + 1, dtype=values.dtype).repeat_interleave(
+                dims.d_out // dims.heads)
             params["W_value.weight"] = values
             module.load(params)
             x = draw(4, dims.n, dims.d_in, seed=self.seed + 40, scale=1.0)
-            x[..., -1] = 1.0
-            out = as_double(module.forward(x, train=True, seed=seed + 1))
-            if out is None or out.dim() != 3 or out.shape[-1] != dims.d_out or bool(torch.isnan(out).any()):
+            x[..., -1] = torch.arange(1, dims.n + 1, dtype=x.dtype)  # values differ by token: a head's weights show
+
+            def uniform_heads(train):
+                """Whether each head's block of features is all equal (None: no usable output)."""
+                out = as_double(module.forward(x, train=train, seed=seed + 1))
+                if out is None or out.dim() != 3 or out.shape[-1] != dims.d_out or bool(torch.isnan(out).any()):
+                    return None
+                blocks = out.reshape(out.shape[0], out.shape[1], dims.heads, -1)
+                return bool((blocks - blocks[..., :1]).abs().max() < 1e-5)
+
+            # Without dropout the blocks must already be uniform: if not, heads are split or merged on the wrong
+            # axes, and what training shows says nothing about where dropout acts.
+            if not uniform_heads(train=False):
                 return
-            blocks = out.reshape(out.shape[0], out.shape[1], dims.heads, -1)
-            self.target_seen = "ok" if bool((blocks - blocks[..., :1]).abs().max() < 1e-5) else "outside"
+            trained = uniform_heads(train=True)
+            if trained is None:
+                return
+            self.target_seen = "ok" if trained else "outside"
             self.add("target", self.target_seen)
 
         self.target_seen = None

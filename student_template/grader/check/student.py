@@ -15,18 +15,21 @@ class StudentError(AssertionError):
     `info` comes from the student's process, which may have forged it: every
     field is checked and bounded before it reaches a message."""
 
+    TEXTS = ("missing_name", "type", "message", "location")
+    FLAGS = ("not_implemented", "returned")
+
     def __init__(self, what, info):
         info = info if isinstance(info, dict) else {}
-        self.info = info
-        self.not_implemented = info.get("not_implemented") is True
-        text = {key: wire.clean_text(info.get(key) or "", 600) for key in ("missing_name", "type", "message",
-                                                                             "location")}
+        # Only bounded strings and true booleans go on: every later reader (causes, results.json) gets those.
+        text = {key: wire.clean_text(info.get(key) or "", 600) for key in self.TEXTS}
+        self.info = {**text, **{flag: info.get(flag) is True for flag in self.FLAGS}}
+        self.not_implemented = self.info["not_implemented"]
         if text["missing_name"]:
             message = (f"{text['missing_name']} is not defined in your submission; "
                        "check its spelling and that its cell or definition runs without errors")
         elif self.not_implemented:
             message = f"{what}: not implemented yet ({text['message'] or 'NotImplementedError'})"
-        elif info.get("returned") is True:
+        elif self.info["returned"]:
             message = f"{what} returned {text['message']}"
         else:
             message = f"{what} raised {text['type'] or 'an error'}: {text['message']}"

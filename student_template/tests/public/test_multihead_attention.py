@@ -63,12 +63,12 @@ def check_structure(student):
     modules = info["modules"]
     for role, shape in (("W_query", (5, 8)), ("W_key", (5, 8)), ("W_value", (5, 8)), ("out_proj", (8, 8))):
         entry = modules.get(role)
-        assert entry and entry["class"] == "Linear", f"{role} should be an nn.Linear attribute"
+        assert entry and "in_features" in entry, f"{role} should be an nn.Linear attribute"  # (or a subclass)
         assert (entry["in_features"], entry["out_features"]) == shape, (
             f"{role} should map {shape[0]} -> {shape[1]} features; yours maps "
             f"{entry['in_features']} -> {entry['out_features']}")
     dropout = modules.get("dropout")
-    assert dropout and dropout["class"] == "Dropout" and abs(dropout["p"] - 0.2) < 1e-9, (
+    assert dropout and "p" in dropout and abs(dropout["p"] - 0.2) < 1e-9, (
         "self.dropout should be nn.Dropout(dropout)")
     assert "mask" in info["buffers"], "the mask should be a registered buffer (self.register_buffer('mask', ...))"
     with seeded(1):
