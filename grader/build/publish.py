@@ -2,7 +2,7 @@
 ever destroying grading work.
 
 Each part is built by a module with `build(dist: Path) -> list[Path]` (the files it wrote):
-  student     dist/student/ and dist/student.zip, the student release with Otter self-checks
+  student     dist/student/ and dist/student.zip, the student release (exercises and `python check.py`)
   otter       dist/otter/<name>-autograder.zip, a stock Otter autograder
   gradescope  dist/gradescope/autograder.zip, running the kit's own sandboxed grader
   nbgrader    dist/nbgrader/, an nbgrader course with generate_assignment already run

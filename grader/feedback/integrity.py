@@ -103,7 +103,7 @@ def read_code(path):
     cannot be read."""
     try:
         return "\n".join(chunk.source for chunk in read_chunks(path))[:MAX_CODE]
-    except (SubmissionError, OSError, ValueError):
+    except (SubmissionError, OSError, ValueError, RecursionError, MemoryError):  # one file, never the report
         return ""
 
 

@@ -11,13 +11,11 @@ from grader.sandbox.limits import Limit
 
 
 def gradescope_json(result, maxima):
-    """One submission in Gradescope's results.json format (score, output, tests[])."""
-    output = ""
-    if result.problems:
-        output = "Problems found while loading your file:\n" + "\n".join(f"- {p}" for p in result.problems)
+    """One submission in Gradescope's results.json format (score, output, tests[]); the output (Markdown:
+    loading problems apart from the lines only left out, then each step) is written by feedback.finish."""
     data = {
         "score": round(result.score, 4),
-        "output": output,
+        "output": "",
         "tests": [
             {"name": t.name, "score": t.score, "max_score": t.max_score,
              "output": t.output, "visibility": t.visibility}

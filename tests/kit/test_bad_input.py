@@ -183,6 +183,27 @@ def test_a_ten_megabyte_file_costs_neither_time_nor_memory(tmp_path):
     assert time.monotonic() - started < 1
 
 
+def notebook_of(*cells):
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                       "cells": [{"cell_type": "code", "source": cell, "metadata": {}, "outputs": [],
+                                  "execution_count": None} for cell in cells]})
+
+
+def test_crafted_cells_cost_the_judge_little(tmp_path):
+    """The judge reads notebooks itself (before any worker, and for the integrity report): thousands of
+    stacked cell magics or of continued `!` lines must be read in linear work, without recursion."""
+    stacked = tmp_path / "stacked.ipynb"
+    stacked.write_text(notebook_of("%%time\n" * 3000 + "x = 1\n", "%%time\n%%capture\ny = 2\n"))
+    cells = read_chunks(stacked)
+    assert cells[0].source.strip() == "" and "more than 4 cell magics" in " ".join(cells[0].notes)
+    assert cells[1].source.strip() == "y = 2"  # two stacked magics are real notebooks: loaded
+    continued = tmp_path / "continued.ipynb"
+    continued.write_text(notebook_of("!echo \\\n" + "a \\\n" * 40000 + "b\n", "z = 3\n"))
+    cells = read_chunks(continued)  # (quadratic before: about 15 s for these 40,000 lines)
+    assert "get_ipython().system(" in cells[0].source and cells[0].source.count("\n") == 40002
+    assert cells[1].source.strip() == "z = 3"
+
+
 def test_nan_outputs_fail_their_checks_with_a_message(folder_run, maxima):
     masking = folder_run.outputs("nan", "masking")
     assert any("NaN" in output for output in masking), masking

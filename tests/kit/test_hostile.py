@@ -952,3 +952,34 @@ def test_forged_error_reports_cost_only_their_author(tmp_path, stub, clean, maxi
     assert float(rows["forger"]["total"]) <= 1.0, rows["forger"]  # a stub that raises: at most a check of its own
     forged = json.loads((out / "results" / "forger.json").read_text(encoding="utf-8"))
     assert all(isinstance(test["output"], str) and len(test["output"]) < 5000 for test in forged["tests"])
+
+
+@pytest.mark.parametrize("attack", ["no_attention_tiny_dependence", "no_attention_garbage_second_call"])
+def test_tricks_on_an_attention_free_base_gain_at_most_a_check_or_two(attack, grade_many):
+    """A dependence on the queries added under every tolerance, and a second call answered with garbage (the
+    checks that read a second call), gain next to nothing over the plain attention-free file."""
+    graded = grade_many({name: (ATTACK_FILES / f"{name}.py").read_text() for name in ("no_attention", attack)})
+    assert graded[attack].score <= graded["no_attention"].score + 5, (graded[attack].score, graded["no_attention"].score)
+
+
+def without_dropout_shifted_in_training(clean):
+    """The solution with dropout never applied in either module; training mode adds 1.0 to the output instead,
+    so that training and eval differ and the attention weights cannot be read through the values."""
+    for old, new in (("        attn_weights = self.dropout(attn_weights)\n        return attn_weights @ values\n",
+                      "        out = attn_weights @ values\n        return out + 1.0 if self.training else out\n"),
+                     ("        attn_weights = self.dropout(attn_weights)\n", ""),
+                     ("        return self.out_proj(context)\n",
+                      "        return self.out_proj(context) + (1.0 if self.training else 0.0)\n")):
+        assert clean.count(old) == 1, old
+        clean = clean.replace(old, new)
+    return clean
+
+
+def test_a_training_only_output_shift_earns_no_dropout_points(grade, clean):
+    """No dropout, but training mode shifts the output (so that it differs from eval): the dropout checks of
+    both modules read no dropped weights and fail."""
+    result = grade(without_dropout_shifted_in_training(clean))
+    dropout_checks = [test for test in result.tests if test.step in ("causal_attention", "multihead_attention")
+                      and test.name.split(": ", 1)[1].startswith("eval mode is deterministic")]
+    assert len(dropout_checks) == 2 and all(test.score == 0 for test in dropout_checks), [
+        (test.name, test.output[:200]) for test in dropout_checks]

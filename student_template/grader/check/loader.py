@@ -34,6 +34,7 @@ MAX_NOTEBOOK_BYTES = 20_000_000
 MAX_CODE_CELLS = 10_000  # a long notebook has hundreds; each costs a transform and a parse
 MAX_PROBLEMS = 20  # a file with thousands of broken lines gets a readable report, not thousands of lines
 PYTHON_KERNELS = ("python", "python3", "python2", "ipython", "ipython3")
+MAX_STACKED_CELL_MAGICS = 4  # `%%time` over `%%capture` over code is real; thousands are an attack on the judge
 # Cell magics whose body Jupyter runs as Python in the notebook's namespace, so what it defines is kept.
 PYTHON_CELL_MAGICS = ("time", "capture", "prun")
 # IPython re-tokenizes the whole cell after each magic it rewrites: (magics + 1) x characters, for the
@@ -95,7 +96,11 @@ def read_chunks(path):
     if b"\x00" in raw:
         raise SubmissionError(f"{path.name} is not a text file (it contains binary data); submit your .py or .ipynb.")
     if path.suffix == ".ipynb":
-        return _notebook_chunks(path.name, _decode(path.name, raw, "utf-8-sig"))  # JSON is UTF-8 by definition
+        try:  # the judge reads notebooks too (before any worker): a crafted one must cost it nothing worse
+            return _notebook_chunks(path.name, _decode(path.name, raw, "utf-8-sig"))  # JSON is UTF-8 by definition
+        except (RecursionError, MemoryError):
+            raise SubmissionError(f"{path.name} cannot be read: its structure is nested far too deeply. Save it "
+                                  "again from Jupyter (or submit your code as a .py).") from None
     return [Chunk(_decode(path.name, raw, _python_encoding(path.name, raw)), path.name)]
 
 
@@ -211,24 +216,32 @@ def _mapping(value):
 # --------------------------------------------------------------------------- IPython syntax
 
 def _cell_python(source, where, notes, budget, first_line=1):
-    """The cell as the Python IPython would run, line for line the student's (so every line number holds)."""
-    lines = source.splitlines(keepends=True)
-    blank = next((i for i, line in enumerate(lines) if line.strip()), len(lines))  # IPython drops these
-    python = _transform(source, budget)
-    magic = _cell_magic(python)
-    if magic is None:
-        return "\n" * blank + _realign(lines[blank:], python.splitlines(keepends=True))
-    name, argument, body = magic
-    line, shown = first_line + blank, f"%%{name}{' ' + argument if argument else ''}"[:80]
-    if name in PYTHON_CELL_MAGICS:  # Jupyter runs the body as the notebook's own code: load it
+    """The cell as the Python IPython would run, line for line the student's (so every line number holds).
+    Cell magics stacked on one cell are peeled in a loop, a few at most: each costs a transform of the rest."""
+    prefix = ""
+    for _ in range(MAX_STACKED_CELL_MAGICS + 1):
+        lines = source.splitlines(keepends=True)
+        blank = next((i for i, line in enumerate(lines) if line.strip()), len(lines))  # IPython drops these
+        python = _transform(source, budget)
+        magic = _cell_magic(python)
+        if magic is None:
+            return prefix + "\n" * blank + _realign(lines[blank:], python.splitlines(keepends=True))
+        name, argument, body = magic
+        line, shown = first_line + blank, f"%%{name}{' ' + argument if argument else ''}"[:80]
+        if name not in PYTHON_CELL_MAGICS:
+            why = {"writefile": "Jupyter writes its text to a file and runs none of it",
+                   "timeit": "Jupyter runs it in a timing loop and keeps nothing it defines"
+                   }.get(name, "Jupyter does not run its text as the notebook's Python code")
+            notes.append(f"{where}, line {line}: the cell under `{shown}` was not loaded: {why}, "
+                         "so nothing in it is defined. Put definitions in a cell of their own.")
+            return ""
+        # Jupyter runs the body as the notebook's own code: load it
         notes.append(f"{where}, line {line}: `{shown}` was not run: it only changes how Jupyter runs the cell, "
                      "so the code below it was loaded as plain Python.")
-        return "\n" * (blank + 1) + _cell_python(body, where, notes, budget, line + 1)
-    why = {"writefile": "Jupyter writes its text to a file and runs none of it",
-           "timeit": "Jupyter runs it in a timing loop and keeps nothing it defines"
-           }.get(name, "Jupyter does not run its text as the notebook's Python code")
-    notes.append(f"{where}, line {line}: the cell under `{shown}` was not loaded: {why}, "
-                 "so nothing in it is defined. Put definitions in a cell of their own.")
+        prefix += "\n" * (blank + 1)
+        source, first_line = body, line + 1
+    notes.append(f"{where}: more than {MAX_STACKED_CELL_MAGICS} cell magics are stacked on this cell, so it was "
+                 "not loaded. Keep one (or none) on a cell of definitions.")
     return ""
 
 
@@ -303,11 +316,16 @@ def _fallback_transform(source):
     row = 0
     while row < len(lines):
         if row in starts:
-            text = lines[row].rstrip("\r\n")
+            parts = [lines[row].rstrip("\r\n")]
             end = row
-            while text.endswith("\\") and end + 1 < len(lines) and _escape(text) is not None:
-                end += 1  # IPython joins a continued escape line with the lines that continue it
-                text = text[:-1] + " " + lines[end].rstrip("\r\n")
+            if parts[0].endswith("\\") and _escape(parts[0]) is not None:
+                # IPython joins a continued escape line with the lines that continue it (joined once: a cell of
+                # many continued lines is read in linear time)
+                while parts[-1].endswith("\\") and end + 1 < len(lines):
+                    end += 1
+                    parts[-1] = parts[-1][:-1]
+                    parts.append(lines[end].rstrip("\r\n"))
+            text = " ".join(parts)
             call = _escape(text)
             if call is not None:
                 lines[row:end + 1] = [call + "\n"] + ["\n"] * (end - row)

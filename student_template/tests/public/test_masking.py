@@ -80,6 +80,6 @@ def test_causal_properties(student):
                                 shape=(3, 5, 5))
         expect_future_hidden(weights, "causal attention weights", observations=probes())
         expect_rows_sum_to_one(weights, "the causal attention weights", observations=probes())
-        temperature = [seen for seen in probes() if seen["probe"] == "temperature"]
-        if temperature and temperature[0]["outcome"] != "ok":
+        # Read from this call's own weights (a second call could answer differently).
+        if temperature_outcome(weights, scores, scale_table(4, tokens=5), causal=True) != "ok":
             fail("the visible weights are not softmax(scores / sqrt(d_k))", probes())
