@@ -958,7 +958,8 @@ def test_forged_error_reports_cost_only_their_author(tmp_path, stub, clean, maxi
 def test_tricks_on_an_attention_free_base_gain_at_most_a_check_or_two(attack, grade_many):
     """A dependence on the queries added under every tolerance, and a second call answered with garbage (the
     checks that read a second call), gain next to nothing over the plain attention-free file."""
-    graded = grade_many({name: (ATTACK_FILES / f"{name}.py").read_text() for name in ("no_attention", attack)})
+    base = (ATTACK_FILES / "no_attention.py").read_text()
+    graded = grade_many({"no_attention": base, attack: base + "\n\n" + (ATTACK_FILES / f"{attack}.py").read_text()})
     assert graded[attack].score <= graded["no_attention"].score + 5, (graded[attack].score, graded["no_attention"].score)
 
 
