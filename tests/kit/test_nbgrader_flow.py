@@ -7,7 +7,6 @@ the LMS zip the doc names. nbgrader's export must give each student what the kit
 
 import csv
 import json
-import os
 import re
 import subprocess
 import zipfile
@@ -18,7 +17,7 @@ from grader.build.exercises import code_sections
 from grader.chapter import STEP_KEYS, TOTAL_POINTS
 from grader.faults.bugs import BUGS
 from grader.paths import ROOT
-from tests.kit.project import kit_project
+from tests.kit.project import kit_project, shell_env
 
 STUDENTS = {  # student id -> what the notebook holds
     "s1001": "solution", "s1002": "stub", "s1003": "masking_not_renormalised", "s1004": "solution",
@@ -70,8 +69,7 @@ def flow(tmp_path_factory, clean, stub):
     commands = doc_commands()
     assert commands[0].startswith("make publish") and "nbgrader zip_collect attention" in commands
     # The zip needs the release notebook, which the first command builds: build it, then the rest.
-    env = {**os.environ, "HOME": str(home)}
-    env.pop("MAKEFLAGS", None)
+    env = shell_env(HOME=str(home))
     first, first_seconds = run_commands(commands[:1], project, env)
     release = (project / "dist" / "nbgrader" / "release" / "attention" / "attention.ipynb").read_text()
     bugs = {bug.id: bug for bug in BUGS}

@@ -3,7 +3,6 @@ traceback: `python -m grader grade|merge|report|generate|publish|regrade`, `pyth
 student's release, and `make` variables that reach the grader."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import textwrap
 import pytest
 
 from grader.paths import ROOT
+from tests.kit.project import shell_env
 
 # Runs many command lines in one interpreter (each as `sys.exit(main(argv))` would), so the suite
 # imports torch once: {argv as JSON: [exit status, stderr]}.
@@ -143,6 +143,6 @@ def test_make_variables_that_reach_the_grader_end_in_its_one_line(variables, inp
     # -o: do not (re)install .venv here; the grader's own answer is what is tested.
     done = subprocess.run(["make", "-s", "-o", ".venv/.installed", "grade", f"SUBMISSION={inputs / 'good.py'}",
                            f"OUT={inputs / 'make_out'}", *variables], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "MAKEFLAGS": ""})
+                          timeout=300, env=shell_env())
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert len([line for line in done.stderr.splitlines() if "error:" in line]) == 1, done.stderr
