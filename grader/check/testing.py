@@ -213,12 +213,18 @@ def expect_tensor(value, what, shape=None, device=None):
     return value.double() if value.dtype != torch.bool else value
 
 
+def observed(observations):
+    """A check's observations as a list: `observations` is a list, or a callable that computes them (the
+    fault model's probes cost round trips to the student's process: run only when a check fails)."""
+    return list(observations() if callable(observations) else observations)
+
+
 def tensor_with(value, what, observations):
     """expect_tensor, with `observations` added to the failure of a tensor that holds NaN."""
     try:
         return expect_tensor(value, what)
     except Failure as failure:
-        seen = failure.details.get("observations", []) + list(observations)
+        seen = failure.details.get("observations", []) + observed(observations)
         fail(str(failure).split("; ", 1)[0], seen)
 
 
@@ -297,6 +303,7 @@ def signature_of(actual, suspects, atol, rtol):
 
 def expect_rows_sum_to_one(weights, what, device="cpu", causal=None, observations=(), probe="rows"):
     """Every row (last axis) of attention weights sums to one; say what is wrong if not.
+    `observations`: a list, or a callable run only on failure (see `observed`).
     `causal`: whether the weights should hide the future (None: judge by the weights); `probe`: "renorm"
     for weights renormalised by hand (no softmax: a wrong axis there is not the softmax's)."""
     weights = tensor_with(weights, what, observations)
@@ -310,19 +317,21 @@ def expect_rows_sum_to_one(weights, what, device="cpu", causal=None, observation
     row = f"row {index[-1]}" + (f" (batch {fmt_index(index[:-1])})" if len(index) > 1 else "")
     picture = weights_picture(weights[tuple(index[:-1])], what, causal,
                               where=fmt_index(index[:-1]) if len(index) > 1 else "") if weights.dim() >= 2 else None
-    seen = [observation(probe, rows_outcome(weights, causal=bool(causal), probe=probe))] + list(observations)
+    seen = [observation(probe, rows_outcome(weights, causal=bool(causal), probe=probe))] + observed(observations)
     fail(f"{row} of {what} sums to {value:.4g}, but attention weights sum to one along each row", seen,
          picture=picture)
 
 
 def expect_future_hidden(weights, what, device="cpu", observations=()):
-    """Entries above the diagonal (the future) must be zero, and only those."""
+    """Entries above the diagonal (the future) must be zero, and only those; `observations` as in
+    expect_rows_sum_to_one."""
     weights = tensor_with(weights, what, observations)
     n = weights.shape[-1]
     future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
     pattern = pattern_outcome(weights)
-    seen = ([observation("pattern", pattern)] if pattern else []) + list(observations)
     leaks = (weights.abs() > tolerance(device)[0]) & future
+    if leaks.any() or pattern not in (None, "ok"):
+        seen = ([observation("pattern", pattern)] if pattern else []) + observed(observations)
     if leaks.any():
         index = leaks.nonzero()[0].tolist()
         picture = weights_picture(weights[tuple(index[:-2])], what, causal=True,

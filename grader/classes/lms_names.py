@@ -70,18 +70,72 @@ class CanvasFile:
         return Origin("canvas", self.user_id, clean(self.student), self.late, clean(self.original))
 
 
+CANVAS_TAIL = re.compile(r"(?P<late>_late)?_(?P<user_id>\d+)_(?P<submission_id>\d+)_(?P<original>.+)$", re.IGNORECASE)
+
+
 def parse_canvas_name(filename):
-    """A Canvas bulk-download file name, parsed; None for any other name."""
+    """A Canvas bulk-download file name, parsed (its first reading, see `canvas_readings`); None for any
+    other name."""
+    readings = canvas_readings(filename)
+    return readings[0] if readings else None
+
+
+def canvas_readings(filename):
+    """Every way a Canvas file name can be read, the usual one (the shortest name part) first. There can be
+    several: the name part keeps word characters, so a student's (or a group's) name may itself hold
+    `_<digits>_<digits>`, and so may the uploaded file's name."""
     name = Path(filename).name
-    match = CANVAS_FILE.match(name)
-    if match:
-        return CanvasFile(match["student"], match["user_id"], match["submission_id"], match["original"],
-                          bool(match["late"]))
     match = CANVAS_ANONYMOUS.match(name)
     if match:
-        return CanvasFile("anon", match["anonymous_id"], match["submission_id"], match["original"],
-                          bool(match["late"]))
-    return None
+        return [CanvasFile("anon", match["anonymous_id"], match["submission_id"], match["original"],
+                           bool(match["late"]))]
+    readings = []
+    for start in range(1, len(name)):
+        match = CANVAS_TAIL.match(name, start) if name[start] == "_" else None
+        if match and not (match["late"] is None and name[:start].lower().endswith("_late") and readings
+                          and readings[-1].student == name[:start - 5]):  # the same reading, without _LATE
+            readings.append(CanvasFile(name[:start], match["user_id"], match["submission_id"], match["original"],
+                                       bool(match["late"])))
+    return readings
+
+
+def resolve_canvas(filenames):
+    """{file name: CanvasFile} for the files of one Canvas download, each read the way that fits the others.
+
+    All files of one student carry the same name part, so one user id under two name parts is a clash: a
+    name holding `_<digits>_<digits>` read too early claims another student's id. Each clashing file whose
+    name can be read another way takes the first other reading whose id no other name part claims. What
+    still clashes is left as read (`canvas_clashes` lists it): the files are graded apart, never merged."""
+    readings = {name: canvas_readings(name) for name in filenames}
+    chosen = {name: found[0] for name, found in readings.items() if found}
+    for _ in range(len(chosen)):
+        clashing = canvas_clashes(chosen)
+        moved = False
+        for name, reading in chosen.items():
+            if reading.user_id not in clashing:
+                continue
+            claims = _claims(chosen)
+            for other in readings[name][readings[name].index(reading) + 1:]:
+                if claims.get(other.user_id, {other.student}) == {other.student}:
+                    chosen[name], moved = other, True
+                    break
+            if moved:
+                break
+        if not moved:
+            break
+    return chosen
+
+
+def _claims(chosen):
+    claims = {}
+    for reading in chosen.values():
+        claims.setdefault(reading.user_id, set()).add(reading.student)
+    return claims
+
+
+def canvas_clashes(chosen):
+    """{user id: name parts} of the ids that files read as `chosen` claim under more than one name part."""
+    return {key: students for key, students in _claims(chosen).items() if len(students) > 1}
 
 
 def canvas_online_entry(filename):

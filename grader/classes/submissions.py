@@ -119,13 +119,19 @@ def _name_by_lms(folder, collected):
         collected.submissions = [(names.get(name, name), path) for name, path in collected.submissions]
         collected.problems = [p for p in collected.problems if not p.startswith(f"{metadata.name}:")]
         return
-    parsed = {path: _lms_entry(folder, path) for _, path in collected.submissions}
+    top_level = [path.name for _, path in collected.submissions if path.parent == folder]
+    canvas = lms_names.resolve_canvas(top_level)
+    parsed = {path: _lms_entry(folder, path, canvas) for _, path in collected.submissions}
     kinds = {entry[0] for entry in parsed.values() if entry}
     if not parsed or not all(parsed.values()) or len(kinds) != 1:
         return  # not (only) an LMS download: every file keeps its own name
-    files = {}  # the LMS's id -> that student's files (an upload of several files, or resubmitted names)
+    for key, students in lms_names.canvas_clashes(canvas).items() if kinds == {"canvas"} else ():
+        collected.problems.append(f"Canvas user id {key} is claimed by files of {len(students)} names "
+                                  f"({', '.join(sorted(clean(name) for name in students))}): each is graded on "
+                                  "its own; check whose they are before uploading grades")
+    files = {}  # the student (LMS id and name) -> their files (an upload of several files, or resubmitted names)
     for path, (_, name, origin) in parsed.items():
-        files.setdefault(origin.key, []).append((name, origin, path))
+        files.setdefault((origin.key, origin.student), []).append((name, origin, path))
     named = []
     for group in files.values():
         group.sort(key=lambda item: (re.sub(r"-\d+$", "", Path(item[1].original).stem) != "attention",
@@ -138,11 +144,12 @@ def _name_by_lms(folder, collected):
     collected.submissions = named
 
 
-def _lms_entry(folder, path):
-    """(lms, submission name, Origin) for a file of a Canvas or Moodle download, else None."""
+def _lms_entry(folder, path, canvas_files):
+    """(lms, submission name, Origin) for a file of a Canvas or Moodle download, else None; `canvas_files`:
+    the download's top-level files as lms_names.resolve_canvas read them."""
     top = path.relative_to(folder).parts[0]
     if path.parent == folder:
-        canvas = lms_names.parse_canvas_name(path.name)
+        canvas = canvas_files.get(path.name)
         if canvas:
             return "canvas", canvas.name, canvas.origin()
         moodle = lms_names.parse_moodle_file(path.name)

@@ -2,7 +2,7 @@
 
 from .oracle import linear_attention, qkv_params, randn, suspects
 from .probes import (batch_mixed, causal_leak, check_lengths, check_module_dropout,
-                     expect_attention_from_queries_and_keys, probe_params, prober, read_weights)
+                     expect_attention_from_queries_and_keys, once, probe_params, prober, read_weights)
 
 from grader.check.causes import observation
 from grader.check.signatures import Dims
@@ -20,6 +20,10 @@ def build(student, dropout=0.0, qkv_bias=False, params=None, context=CONTEXT):
 
 
 def uses_queries_and_keys(student, probes):
+    once(student, "CausalAttention uses queries and keys", lambda: _uses_queries_and_keys(student, probes))
+
+
+def _uses_queries_and_keys(student, probes):
     with named_crashes(probes):
         expect_attention_from_queries_and_keys(lambda params: build(student, params=params),
                                                qkv_params(D_IN, D_OUT, seed=13), randn(B, N, D_IN, seed=14),
@@ -54,8 +58,8 @@ def test_weights_through_values(student):
         weights = read_weights(build(student, qkv_bias=True), probe_params(D_IN, D_OUT, N), B, N, D_IN, heads=1)
     uses_queries_and_keys(student, probes)
     what = "the attention weights (read through one-hot values)"
-    expect_future_hidden(weights, what, student.device, observations=probes())
-    expect_rows_sum_to_one(weights, what, student.device, causal=True, observations=probes())
+    expect_future_hidden(weights, what, student.device, observations=probes)
+    expect_rows_sum_to_one(weights, what, student.device, causal=True, observations=probes)
 
 
 @graded("causal_attention: changing future tokens does not change earlier outputs", weight=2)

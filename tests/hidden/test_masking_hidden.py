@@ -130,5 +130,5 @@ def test_causal_properties(student):
     with named_crashes():
         got = expect_tensor(student.call("causal_attention_weights", scores, 5), "causal attention weights")
     probes = causal_probes(got, scores, 5)
-    expect_future_hidden(got, "causal attention weights", student.device, observations=probes())
-    expect_rows_sum_to_one(got, "the causal attention weights", student.device, causal=True, observations=probes())
+    expect_future_hidden(got, "causal attention weights", student.device, observations=probes)
+    expect_rows_sum_to_one(got, "the causal attention weights", student.device, causal=True, observations=probes)

@@ -3,7 +3,7 @@
 import torch
 from .oracle import linear_attention, linear_params, multihead, qkv_params, randn, suspects
 from .probes import (batch_mixed, causal_leak, check_lengths, check_module_dropout,
-                     expect_attention_from_queries_and_keys, probe_params, prober, read_weights)
+                     expect_attention_from_queries_and_keys, once, probe_params, prober, read_weights)
 
 from grader.check.causes import observation
 from grader.check.signatures import Dims
@@ -36,6 +36,10 @@ def probes_of(student):
 
 
 def uses_queries_and_keys(student, probes):
+    once(student, "MultiHeadAttention uses queries and keys", lambda: _uses_queries_and_keys(student, probes))
+
+
+def _uses_queries_and_keys(student, probes):
     with named_crashes(probes):
         expect_attention_from_queries_and_keys(lambda params: build(student, params=params), mha_params(13),
                                                randn(B, N, D_IN, seed=14), student.device, probes)
@@ -83,8 +87,8 @@ def test_weights_through_values(student):
                                probe_params(D_IN, d_out, N, heads=heads, out_proj=True), B, N, D_IN, heads)
     uses_queries_and_keys(student, probes)
     what = "the attention weights of every head (read through one-hot values)"
-    expect_future_hidden(weights, what, student.device, observations=probes())
-    expect_rows_sum_to_one(weights, what, student.device, causal=True, observations=probes())
+    expect_future_hidden(weights, what, student.device, observations=probes)
+    expect_rows_sum_to_one(weights, what, student.device, causal=True, observations=probes)
 
 
 @graded("multihead_attention: changing future tokens does not change earlier outputs", weight=2)

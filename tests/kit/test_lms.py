@@ -114,6 +114,31 @@ def test_canvas_bulk_download_names_parse_to_user_ids():
     assert lms_names.parse_canvas_name("alice_attention.py") is None
 
 
+def test_a_canvas_name_holding_digits_cannot_claim_another_students_id(tmp_path):
+    """Canvas keeps word characters in the name part, so `aa_5_6` is a possible name: read too early, its file
+    claims user 5. Each file takes the reading that fits the download; a clash no reading resolves is graded
+    apart and reported, and never drops a file."""
+    readings = lms_names.canvas_readings("aa_5_6_77_200_attention.py")
+    assert [(r.student, r.user_id, r.original) for r in readings] == [
+        ("aa", "5", "77_200_attention.py"), ("aa_5", "6", "200_attention.py"), ("aa_5_6", "77", "attention.py")]
+    assert [(r.student, r.late) for r in lms_names.canvas_readings("zoe_late_7_8_a.py")][:1] == [("zoe", True)]
+    folder = tmp_path / "download"
+    folder.mkdir()
+    for name in ("bobsmith_5_100_solution.py", "aa_5_6_77_200_attention.py", "carol_9_300_attention.py"):
+        (folder / name).write_text("x = 1\n")
+    collected = collect(folder)
+    assert sorted(name for name, _ in collected.submissions) == ["aa_5_6", "bobsmith_5", "carol_9"]
+    assert collected.origins["bobsmith_5"].key == "5" and collected.origins["aa_5_6"].key == "6"
+    assert not any("claimed" in problem for problem in collected.problems)
+    # Two names under one id, neither readable another way: both graded, the clash said.
+    (folder / "aa_5_6_77_200_attention.py").unlink()
+    (folder / "mallory_5_101_attention.py").write_text("x = 2\n")
+    collected = collect(folder)
+    assert sorted(name for name, _ in collected.submissions) == ["bobsmith_5", "carol_9", "mallory_5"]
+    assert any("Canvas user id 5 is claimed by files of 2 names (bobsmith, mallory)" in problem
+               for problem in collected.problems)
+
+
 def test_canvas_bulk_zip_graded_into_canvas_csv(tmp_path, clean, stub):
     """End to end: `grade submissions.zip --roster export.csv` with a late file and students missing."""
     people = class_of_30()[:5]

@@ -3,7 +3,7 @@
 import torch
 from grader.check.book import CAUSAL_SEED123, book_batch, expect_book_batch
 
-from grader.check.signatures import Battery, Dims, module_observations
+from grader.check.signatures import Battery, Dims, battery_observations, module_observations
 from grader.check.testing import diagnosed, expect_tensor, fail, graded, once, seeded
 
 from .behaviour import expect_parts_used
@@ -61,7 +61,7 @@ def check_structure(student):
     with seeded(1):
         x = torch.randn(8, 8, 5)  # context_length tokens
         weights = {f"{role}.weight": torch.randn(4, 5) * 0.5 for role in ("W_query", "W_key", "W_value")}
-    expect_parts_used(module, "CausalAttention", x, weights)
+    expect_parts_used(module, "CausalAttention", x, weights, first_token_dropout=0.1)
 
 
 @graded("causal_attention: attention weights sum to one, hide exactly the future and use sqrt(d_k)", weight=1)
@@ -71,8 +71,9 @@ def test_weights(student):
         weights, _, _ = Battery(student, "CausalAttention", DIMS).weights()
         if weights is None:
             fail("the output of CausalAttention(d_in, d_out, ...) does not have the shape (b, n, d_out)", probes())
-        wrong = [seen for seen in probes() if seen["probe"] in ("rows", "temperature", "pattern", "causality",
-                                                                 "batch", "lengths") and seen["outcome"] != "ok"]
+        wrong = [seen for seen in battery_observations(student, "CausalAttention", DIMS, ("attention",))
+                 if seen["probe"] in ("rows", "temperature", "pattern", "causality", "batch", "lengths")
+                 and seen["outcome"] != "ok"]
         if wrong:
             fail("the attention weights (read through one-hot values) are not softmax(masked scores / sqrt(d_k))",
                  probes())
@@ -85,7 +86,8 @@ def test_dropout(student):
         x = torch.ones(2, DIMS.n, DIMS.d_in)
         module = student.build("CausalAttention", DIMS.d_in, DIMS.d_out, DIMS.context, 0.3, seed=0)
         module.forward(x, train=True, seed=1)
-        seen = [seen for seen in probes() if seen["probe"] in ("eval", "rate", "rescale", "layout", "target")]
+        seen = [seen for seen in battery_observations(student, "CausalAttention", DIMS, ("dropout",))
+                if seen["probe"] in ("eval", "rate", "rescale", "layout", "target")]
         wrong = [item for item in seen if item["outcome"] != "ok"]
         if wrong or not any(item["probe"] == "rate" for item in seen):
             fail("in training mode, dropout does not drop a share p of the attention weights of every sequence "

@@ -78,8 +78,8 @@ def test_causal_properties(student):
     with diagnosed(probes):
         weights = expect_tensor(student.call("causal_attention_weights", scores, 4), "causal attention weights",
                                 shape=(3, 5, 5))
-        expect_future_hidden(weights, "causal attention weights", observations=probes())
-        expect_rows_sum_to_one(weights, "the causal attention weights", observations=probes())
+        expect_future_hidden(weights, "causal attention weights", observations=probes)
+        expect_rows_sum_to_one(weights, "the causal attention weights", observations=probes)
         # Read from this call's own weights (a second call could answer differently).
         if temperature_outcome(weights, scores, scale_table(4, tokens=5), causal=True) != "ok":
             fail("the visible weights are not softmax(scores / sqrt(d_k))", probes())

@@ -31,6 +31,8 @@ class Session:
     # -- dispatch ---------------------------------------------------------
     def handle(self, request):
         """Carry out one decoded request; return a JSON-ready answer."""
+        if request.get("op") == "batch":
+            return self.handle_batch(request)
         try:
             operation = getattr(self, "op_" + request["op"])
             if request.get("seed") is not None:
@@ -42,6 +44,21 @@ class Session:
             if isinstance(error, KeyboardInterrupt):
                 raise
             return {"ok": False, "error": describe_error(error, self.module)}
+
+    def handle_batch(self, request):
+        """Several requests in one round trip, carried out in order up to the first that fails, as the judge
+        would have sent them one by one (it stops at a failure too). A request whose "handle" is "previous"
+        acts on the module that the request before it built."""
+        answers, previous = [], None
+        for item in request.get("requests") or []:
+            if item.get("handle") == "previous":
+                item = {**item, "handle": previous}
+            answer = self.handle(item)
+            answers.append(answer)
+            if not answer["ok"]:
+                break
+            previous = answer["value"]
+        return {"ok": True, "answers": answers}
 
     def _inputs(self, request):
         args = wire.decode(request.get("args", []), self.device)

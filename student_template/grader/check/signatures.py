@@ -529,8 +529,7 @@ class Battery:
         _, _, _ = self.weights(module=module, batch=2)
         x = one_hot_tokens(2, self.dims.n, self.dims.d_in)
         base = as_double(module.forward(x))
-        module.load({"out_proj.weight": 2 * torch.eye(self.dims.d_out)})
-        doubled = as_double(module.forward(x))
+        doubled = as_double(module.forward(x, weights={"out_proj.weight": 2 * torch.eye(self.dims.d_out)}))
         module.load({"out_proj.weight": torch.eye(self.dims.d_out)})
         return base is None or doubled is None or not torch.allclose(doubled, base, equal_nan=True)
 
@@ -546,23 +545,24 @@ class Battery:
         return self.run(look)
 
     # -- attention weights ----------------------------------------------------
-    def weights(self, causal=True, train=False, seed=None, module=None, batch=None):
-        """(weights (b, heads, n, n), scores (heads, n, n), module) read through the value trick."""
+    def weights(self, causal=True, train=False, seed=None, module=None, batch=None, info=None):
+        """(weights (b, heads, n, n), scores (heads, n, n), module) read through the value trick; `info`: the
+        module's description, when the caller has it already."""
         dims = self.dims
         if module is None:
             module, info = self.shared()
-        else:
+        elif info is None:
             info = module.describe()
         raw = self.name == "SelfAttention_v1"
         params, queries, keys = value_trick_params(info, dims.d_in, dims.d_out, dims.n, dims.heads, seed=self.seed,
                                                    raw=raw)
-        module.load(params)
         if self.name in ("SelfAttention_v1", "SelfAttention_v2"):
             x = one_hot_tokens(1, dims.n, dims.d_in)[0]
-            out = module.forward(x, train=train, seed=seed)
+            out = module.forward(x, train=train, seed=seed, weights=params)
             out = out.unsqueeze(0) if isinstance(out, torch.Tensor) and out.dim() == 2 else out
         else:
-            out = module.forward(one_hot_tokens(batch or dims.batch, dims.n, dims.d_in), train=train, seed=seed)
+            out = module.forward(one_hot_tokens(batch or dims.batch, dims.n, dims.d_in), train=train, seed=seed,
+                                 weights=params)
         return weights_of_output(out, dims.n, dims.heads, dims.d_out), head_scores(queries, keys, dims.heads), module
 
     def attention(self, causal=True):
@@ -581,9 +581,9 @@ class Battery:
             params, _, _ = value_trick_params(info, self.dims.d_in, self.dims.d_out, self.dims.n, self.dims.heads,
                                               seed=self.seed, raw=self.name == "SelfAttention_v1")
             params["W_key.weight"][:, self.dims.n - 1] *= 5.0
-            module.load(params)
             x = one_hot_tokens(self.dims.batch, self.dims.n, self.dims.d_in)
-            moved = weights_of_output(module.forward(x), self.dims.n, self.dims.heads, self.dims.d_out)
+            moved = weights_of_output(module.forward(x, weights=params), self.dims.n, self.dims.heads,
+                                      self.dims.d_out)
             if moved is None:
                 return
             before, after = weights[..., : self.dims.n - 1, :], moved[..., : self.dims.n - 1, :]
@@ -607,9 +607,9 @@ class Battery:
                 return self.value_path_seen  # an out_proj of another shape keeps its own weights: no reading
             params["W_value" if self.name == "SelfAttention_v1" else "W_value.weight"] = torch.zeros_like(
                 params["W_value" if self.name == "SelfAttention_v1" else "W_value.weight"])
-            module.load(params)
             x = draw(dims.batch, dims.n, dims.d_in, seed=self.seed + 50, scale=1.0)
-            out = as_double(module.forward(x[0] if self.name in ("SelfAttention_v1", "SelfAttention_v2") else x))
+            out = as_double(module.forward(x[0] if self.name in ("SelfAttention_v1", "SelfAttention_v2") else x,
+                                           weights=params))
             if out is None or out.shape[-1] != dims.d_out or not bool(torch.isfinite(out).all()):
                 return self.value_path_seen
             self.value_path_seen = "ok" if bool((out.abs() <= 1e-6).all()) else "other"
@@ -617,26 +617,31 @@ class Battery:
         return self.value_path_seen
 
     # -- token and batch structure -------------------------------------------
-    def loaded(self):
-        """The shared module with the value trick's parameters (other probes may have changed them)."""
+    def loaded(self, now=True):
+        """(the shared module, the value trick's parameters), loaded into it unless `now` is False: then the
+        caller's first forward takes them (other probes may have changed them)."""
         module, info = self.shared()
         params, _, _ = value_trick_params(info, self.dims.d_in, self.dims.d_out, self.dims.n, self.dims.heads,
                                           seed=self.seed, raw=self.name == "SelfAttention_v1")
-        module.load(params)
-        return module
+        if now:
+            module.load(params)
+        return module, params
 
     def causality(self):
         """Perturb every token after t (t = 0, then t = n - 2): the outputs of tokens 0..t must not move."""
         def look():
-            module = self.loaded()
+            module, params = self.loaded(now=False)
             x = draw(self.dims.batch, self.dims.n, self.dims.d_in, seed=self.seed + 7, scale=1.0)
-            base = as_double(module.forward(x))
-            leak = False
-            for t in sorted({0, self.dims.n - 2}):
+            starts = sorted({0, self.dims.n - 2})
+            inputs = [(x,)]
+            for t in starts:
                 perturbed = x.clone()
                 perturbed[:, t + 1:] += draw(self.dims.batch, self.dims.n - t - 1, self.dims.d_in,
                                              seed=self.seed + 8 + t, scale=1.0)
-                out = as_double(module.forward(perturbed))
+                inputs.append((perturbed,))
+            base, *outs = map(as_double, module.forward_many(inputs, weights=params))
+            leak = False
+            for t, out in zip(starts, outs):
                 if base is None or out is None or out.shape != base.shape or base.dim() < 2:
                     return
                 leak |= not torch.allclose(out[:, : t + 1], base[:, : t + 1], atol=1e-5, equal_nan=True)
@@ -646,12 +651,11 @@ class Battery:
 
     def batch_independence(self):
         def look():
-            module = self.loaded()
+            module, params = self.loaded(now=False)
             x = draw(self.dims.batch, self.dims.n, self.dims.d_in, seed=self.seed + 20, scale=1.0)
-            base = as_double(module.forward(x))
             changed = x.clone()
             changed[1] = draw(self.dims.n, self.dims.d_in, seed=self.seed + 21, scale=1.0)
-            out = as_double(module.forward(changed))
+            base, out = map(as_double, module.forward_many([(x,), (changed,)], weights=params))
             if base is None or out is None or out.shape != base.shape or base.shape[0] != x.shape[0]:
                 return
             others = [i for i in range(x.shape[0]) if i != 1]
@@ -664,7 +668,7 @@ class Battery:
         """One token, a few, and the full context_length: a crash only below context_length is a mask not sliced
         to the tokens; a crash only at context_length is a mask built for fewer positions."""
         def look():
-            module = self.loaded()
+            module, _ = self.loaded()  # before the lengths: each length's crash is its own
             crashes = {}
             for n in (self.dims.context, 1, self.dims.n):
                 try:
@@ -688,13 +692,14 @@ class Battery:
         dims = self.dims
 
         def look():
-            module = self.shared()[0] if p == SHARED_P else self.build(qkv_bias=False, dropout=p)
-            first, scores, module = self.weights(module=module, batch=batch)
-            again, _, _ = self.weights(module=module, batch=batch)
+            module, info = self.shared() if p == SHARED_P else (self.build(qkv_bias=False, dropout=p), None)
+            info = info or module.describe()
+            first, scores, module = self.weights(module=module, batch=batch, info=info)
+            again, _, _ = self.weights(module=module, batch=batch, info=info)
             if first is None or again is None:
                 return
             self.add("eval", "ok" if torch.equal(first.nan_to_num(7.0), again.nan_to_num(7.0)) else "random")
-            trained, _, _ = self.weights(module=module, batch=batch, train=True, seed=seed)
+            trained, _, _ = self.weights(module=module, batch=batch, train=True, seed=seed, info=info)
             if trained is None:
                 return
             if bool(torch.isnan(trained).any()) and not bool(torch.isnan(first).any()):
@@ -726,13 +731,12 @@ class Battery:
             values[:, -1] = torch.arange(1, dims.heads + 1, dtype=values.dtype).repeat_interleave(
                 dims.d_out // dims.heads)
             params["W_value.weight"] = values
-            module.load(params)
             x = draw(4, dims.n, dims.d_in, seed=self.seed + 40, scale=1.0)
             x[..., -1] = torch.arange(1, dims.n + 1, dtype=x.dtype)  # values differ by token: a head's weights show
 
-            def uniform_heads(train):
+            def uniform_heads(train, weights=None):
                 """Whether each head's block of features is all equal (None: no usable output)."""
-                out = as_double(module.forward(x, train=train, seed=seed + 1))
+                out = as_double(module.forward(x, train=train, seed=seed + 1, weights=weights))
                 if out is None or out.dim() != 3 or out.shape[-1] != dims.d_out or bool(torch.isnan(out).any()):
                     return None
                 blocks = out.reshape(out.shape[0], out.shape[1], dims.heads, -1)
@@ -740,7 +744,7 @@ class Battery:
 
             # Without dropout the blocks must already be uniform: if not, heads are split or merged on the wrong
             # axes, and what training shows says nothing about where dropout acts.
-            if not uniform_heads(train=False):
+            if not uniform_heads(train=False, weights=params):
                 return
             trained = uniform_heads(train=True)
             if trained is None:
@@ -759,23 +763,38 @@ class Battery:
 # {student: {battery key: observations}}: the probes run once per student and step, whichever checks ask.
 _SEEN = weakref.WeakKeyDictionary()
 
+# The battery in parts, each run (and remembered) on its own: a check that needs only the attention's properties,
+# or only dropout, does not pay the round trips of the others.
+PARTS = {
+    "structure": lambda battery, causal: battery.structure(),
+    "attention": lambda battery, causal: battery.attention(causal=causal).causality().batch_independence().lengths()
+    if causal else battery.attention(causal=False),
+    "construction": lambda battery, causal: battery.construction(),
+    "dropout": lambda battery, causal: battery.dropout_behaviour(),
+}
+
+
+def battery_observations(student, name, dims, parts, causal=True, stand_in_heads=False):
+    """The observations of the battery's `parts` (keys of PARTS) on a module class, on the sizes `dims`; each
+    part computed once per student (one step of one submission) for the same arguments."""
+    seen = _SEEN.setdefault(student, {})
+    found = []
+    for part in parts:
+        key = (name, vars(dims).__repr__(), causal, stand_in_heads, part)
+        if key not in seen:
+            battery = Battery(student, name, dims, stand_in_heads=stand_in_heads)
+            PARTS[part](battery, causal)
+            seen[key] = battery.observations
+        found += [item for item in seen[key] if item not in found]  # (value_path: seen by two parts)
+    return found
+
 
 def module_observations(student, name, dims, causal=True, dropout=False, stand_in_heads=False):
-    """Every probe of the fault model on a module class, on the sizes `dims`: structure, creation order, the
-    attention weights (rows, scale, mask pattern), causality, batch independence, lengths and, if asked,
-    dropout. Computed once per student for the same arguments."""
-    key = (name, vars(dims).__repr__(), causal, dropout, stand_in_heads)
-    seen = _SEEN.setdefault(student, {})
-    if key not in seen:
-        battery = Battery(student, name, dims, stand_in_heads=stand_in_heads)
-        battery.structure().attention(causal=causal)
-        if causal:
-            battery.causality().batch_independence().lengths()
-        if dropout:
-            battery.dropout_behaviour()
-        battery.construction()
-        seen[key] = battery.observations
-    return list(seen[key])
+    """Every probe of the fault model on a module class, on the sizes `dims`: structure, the attention weights
+    (rows, scale, mask pattern), causality, batch independence, lengths, creation order and, if asked,
+    dropout."""
+    parts = ("structure", "attention", "construction") + (("dropout",) if dropout else ())
+    return battery_observations(student, name, dims, parts, causal=causal, stand_in_heads=stand_in_heads)
 
 
 def projection_observation(result, x, weights):

@@ -57,7 +57,21 @@ class Student:
         self.device = device
 
     def _ask(self, what, request):
-        answer = self.transport.send(request)
+        return self._read(what, self.transport.send(request))
+
+    def _ask_many(self, asks):
+        """Several (what, request) pairs in one round trip (see Session.handle_batch): the value of each, or
+        StudentError for the first that failed, as if they had been asked one by one."""
+        answer = self.transport.send({"op": "batch", "name": asks[-1][0], "requests": [r for _, r in asks]})
+        answers = answer.get("answers") if answer.get("ok") is True else None
+        # From the student's process: one answer per request up to the first failure, nothing else.
+        if not (isinstance(answers, list) and 1 <= len(answers) <= len(asks)
+                and all(isinstance(item, dict) for item in answers)
+                and (len(answers) == len(asks) or answers[-1].get("ok") is not True)):
+            raise StudentError(asks[0][0], {"returned": True, "message": "an answer the grader cannot read"})
+        return [self._read(what, item) for (what, _), item in zip(asks, answers)]
+
+    def _read(self, what, answer):
         if answer.get("ok") is not True:
             raise StudentError(what, answer.get("error"))
         try:
@@ -85,11 +99,10 @@ class Student:
         """
         request = {"op": "build", "name": name, "args": wire.encode(list(args)),
                    "kwargs": wire.encode(kwargs), "seed": seed, "stand_in_heads": stand_in_heads}
-        handle = self._ask(f"{name}(...)", request)
-        module = ModuleHandle(self, name, handle)
-        if weights:
-            module.load(weights)
-        return module
+        if not weights:
+            return ModuleHandle(self, name, self._ask(f"{name}(...)", request))
+        load = ModuleHandle(self, name, "previous").loading(weights)  # the module built just before
+        return ModuleHandle(self, name, self._ask_many([(f"{name}(...)", request), load])[0])
 
 
 class ModuleHandle:
@@ -111,18 +124,35 @@ class ModuleHandle:
         full = f"{self.path}.{path}" if self.path else path
         return ModuleHandle(self.student, self.name, self.handle, full)
 
+    def loading(self, weights):
+        """(what, request) that sets parameters by name (see `load`)."""
+        return f"setting the parameters of {self.label}", self._request("load_weights", weights=wire.encode(dict(weights)))
+
     def load(self, weights):
-        request = self._request("load_weights", weights=wire.encode(dict(weights)))
-        return self.student._ask(f"setting the parameters of {self.label}", request)
+        return self.student._ask(*self.loading(weights))
 
     def fill_buffer(self, name, value=0.0):
         """Fill the registered buffer `name` (e.g. "mask") with `value`."""
         request = self._request("fill_buffer", name=name, value=float(value))
         return self.student._ask(f"setting {self.label}.{name}", request)
 
-    def forward(self, *args, train=False, seed=None):
-        request = self._request("forward", args=wire.encode(list(args)), train=train, seed=seed)
-        return self.student._ask(f"{self.label}.forward", request)
+    def forward(self, *args, train=False, seed=None, weights=None):
+        """The module's output for `args`; with `weights`, after setting those parameters (as `load` then
+        `forward`, in one round trip)."""
+        if weights:
+            return self.forward_many([args], train=train, seed=seed, weights=weights)[0]
+        return self.student._ask(*self._forwarding(args, train, seed))
+
+    def forward_many(self, inputs, train=False, seed=None, weights=None):
+        """The outputs for each args tuple of `inputs`, in one round trip: as many `forward` calls one after
+        another (StudentError for the first that fails); `weights` are set before the first."""
+        asks = [self.loading(weights)] if weights else []
+        asks += [self._forwarding(args, train, seed) for args in inputs]
+        values = self.student._ask_many(asks)
+        return values[1:] if weights else values
+
+    def _forwarding(self, args, train, seed):
+        return f"{self.label}.forward", self._request("forward", args=wire.encode(list(args)), train=train, seed=seed)
 
     def state(self):
         return self.student._ask(f"reading {self.label}'s parameters", self._request("state"))

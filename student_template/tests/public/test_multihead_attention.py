@@ -4,7 +4,7 @@ import torch
 from grader.check.book import MHA_SEED123, book_batch, expect_book_batch
 
 from grader.check.causes import observation
-from grader.check.signatures import Battery, Dims, module_observations
+from grader.check.signatures import Battery, Dims, battery_observations, module_observations
 from grader.check.student import StudentError
 from grader.check.testing import diagnosed, expect_tensor, fail, graded, once, seeded
 
@@ -86,8 +86,9 @@ def test_weights(student):
         weights, _, _ = Battery(student, "MultiHeadAttention", DIMS).weights()
         if weights is None:
             fail("the output of MultiHeadAttention(d_in, d_out, ...) does not have the shape (b, n, d_out)", probes())
-        wrong = [seen for seen in probes() if seen["probe"] in ("rows", "temperature", "pattern", "causality",
-                                                                 "batch", "lengths") and seen["outcome"] != "ok"]
+        wrong = [seen for seen in battery_observations(student, "MultiHeadAttention", DIMS, ("attention",))
+                 if seen["probe"] in ("rows", "temperature", "pattern", "causality", "batch", "lengths")
+                 and seen["outcome"] != "ok"]
         if wrong:
             fail("the attention weights of every head (read through one-hot values) are not softmax(masked scores "
                  "/ sqrt(head_dim))", probes())
@@ -100,7 +101,8 @@ def test_dropout(student):
         x = torch.ones(2, DIMS.n, DIMS.d_in)
         module = student.build("MultiHeadAttention", DIMS.d_in, DIMS.d_out, DIMS.context, 0.3, DIMS.heads, seed=0)
         module.forward(x, train=True, seed=1)
-        seen = [seen for seen in probes() if seen["probe"] in ("eval", "rate", "rescale", "layout", "target")]
+        seen = [seen for seen in battery_observations(student, "MultiHeadAttention", DIMS, ("dropout",))
+                if seen["probe"] in ("eval", "rate", "rescale", "layout", "target")]
         wrong = [item for item in seen if item["outcome"] != "ok"]
         if wrong or not any(item["probe"] == "rate" for item in seen):
             fail("in training mode, dropout does not drop a share p of every head's attention weights and rescale "
