@@ -26,6 +26,7 @@ from grader.check.suite import discover, max_points
 from grader.classes.bulk import OutBusy, foreign_out, holding
 from grader.outfiles import OutputError, write_atomic
 from grader.paths import SAMPLE_CLASS
+from grader.sandbox import servers
 from grader.sandbox.limits import DEFAULTS, Limits, parse_size
 from grader.sandbox.seal import SandboxError
 from grader.text import terminal
@@ -45,19 +46,21 @@ def grading_engine(name):
 
 
 def grade_command(args):
-    from grader.judging.judge import Options, zero_result  # imports torch: only the commands that grade pay for it
-
-    tests = discover(kinds=("public",) if args.public_only else ("public", "hidden"))
-    maxima = max_points(tests)
-    options = Options(args.device, Limits(args.time_limit, args.memory_limit, args.submission_time_limit))
-    grade = grading_engine(args.engine)
-    sandbox = sandbox_check(args)
     try:
         slice_of_class = parse_shard(args.shard) if args.shard else None
     except ValueError as error:
         raise UsageError(str(error)) from None
     collected = collect(args.path, args.zip_encoding)
     try:
+        if args.engine == "kit" and collected.submissions:
+            servers.start_early()  # the workers' fork server imports torch while this process does
+        from grader.judging.judge import Options, zero_result  # imports torch: only the commands that grade pay for it
+
+        tests = discover(kinds=("public",) if args.public_only else ("public", "hidden"))
+        maxima = max_points(tests)
+        options = Options(args.device, Limits(args.time_limit, args.memory_limit, args.submission_time_limit))
+        grade = grading_engine(args.engine)
+        sandbox = sandbox_check(args)
         if args.results:
             writable_folder(Path(args.results).parent, "--results")
         for problem in collected.problems:

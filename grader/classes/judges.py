@@ -2,23 +2,27 @@
 
 The checks run in the judge, in Python: threads share one interpreter lock, so
 one judge process never gets more than one core however many workers compute
-beside it. A class is therefore split between judge processes forked from this
-one (torch already imported, no thread, no fork server, no CUDA: forking is
-safe), each with its own threads, fork server and workers. A judge sends back
-each finished results.json text over its own one-way `multiprocessing.connection`
-pipe (framed messages, closed on exec: no fork server or worker ever holds one),
-so the parent keeps exactly what its judges wrote, whatever a student's process
-did to the files on disk. Whatever a judge could not deliver (it crashed) is left
-to the caller.
+beside it. A class is therefore split between this process, which grades the first
+share itself, and judge processes forked from it (torch already imported, no
+thread, no CUDA: forking is safe), each with its own threads, fork server and
+workers. This process's fork server may already be running (the command line
+starts it early, see `sandbox.servers`); a forked judge never uses it. A judge
+sends back each finished results.json text over its own one-way
+`multiprocessing.connection` pipe (framed messages, closed on exec: no fork
+server or worker ever holds one), so the parent keeps exactly what its judges
+wrote, whatever a student's process did to the files on disk. Whatever a judge
+could not deliver (it crashed) is left to the caller.
 """
 
 import ctypes
+import fcntl
 import json
+import collections
 import os
 import shutil
 import signal
 import sys
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import threading
 from multiprocessing import connection, forkserver, process
 
 PR_SET_PDEATHSIG = 1
@@ -33,9 +37,13 @@ def judge_count(jobs, submissions, cores=None):
 
 def graded_in_judges(items, grade, judges, threads):
     """Yield (name, results text) for each (name, path) item graded by `grade(item)` (which returns a
-    SubmissionResult with `.text`) in `judges` forked processes of `threads` threads each, as they finish."""
+    SubmissionResult with `.text`) by `judges` judges of `threads` threads each, as they finish: this process
+    is the first judge, the others are forked. Each thread takes the next item when it is free (see
+    `ItemQueue`), so a judge that started later or grades slower simply takes fewer. An item whose grading
+    raised is not yielded."""
+    queue_of_items = ItemQueue(items)
     channels = {}
-    for index in range(judges):
+    for _ in range(1, judges):  # every fork before this process starts a thread
         reader, writer = connection.Pipe(duplex=False)
         pid = os.fork()
         if pid == 0:  # the judge: never returns into the caller's code
@@ -44,25 +52,130 @@ def graded_in_judges(items, grade, judges, threads):
                 reader.close()
                 for other in channels:  # the other judges' ends stay theirs
                     other.close()
-                _judge(items[index::judges], grade, threads, writer)
+                _judge(queue_of_items, grade, threads, writer)
                 code = 0
             finally:
                 os._exit(code)
         writer.close()
         channels[reader] = pid
-    yield from _collect(channels)
+    finished = _Inbox()  # (name, text), or None when a source is done
+    stop = threading.Event()
+
+    def forked():
+        try:
+            for frame in _collect(channels, stop):
+                finished.put(frame)
+        finally:
+            finished.put(None)
+
+    def own():
+        for item in iter(lambda: None if stop.is_set() else queue_of_items.take(), None):
+            try:
+                finished.put((item[0], grade(item).text))
+            except Exception:  # noqa: BLE001 - the caller grades it again, where the error surfaces
+                pass
+
+    def own_threads():
+        try:
+            workers = [threading.Thread(target=own, name=f"own-{i}") for i in range(max(1, threads))]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+        finally:
+            finished.put(None)
+
+    sources = [threading.Thread(target=forked, name="judges"), threading.Thread(target=own_threads, name="own")]
+    for source in sources:
+        source.start()
+    try:
+        done = 0
+        while done < len(sources):
+            frame = finished.get()
+            if frame is None:
+                done += 1
+            else:
+                yield frame
+    finally:
+        stop.set()  # the caller stopped early (an error): stop the judges and this process's share too
+        for source in sources:
+            source.join()
+        queue_of_items.close()
+
+
+class _Inbox:
+    """A first-in first-out list between this process's threads (plain objects: nothing is serialised)."""
+
+    def __init__(self):
+        self.items = collections.deque()
+        self.ready = threading.Condition()
+
+    def put(self, item):
+        with self.ready:
+            self.items.append(item)
+            self.ready.notify()
+
+    def get(self):
+        with self.ready:
+            self.ready.wait_for(lambda: self.items)
+            return self.items.popleft()
+
+
+class ItemQueue:
+    """The class's items, taken one at a time by the threads of every judge process.
+
+    The indexes wait in a pipe, four bytes each, written before the judges are forked and with its
+    write end closed: a read of four bytes takes exactly one index (the kernel serialises readers of
+    a pipe), and an empty pipe reads as its end. No lock, nothing to share but a descriptor, which
+    the workers (forked from fork servers, never from a judge) never hold."""
+
+    RECORD = 4
+
+    def __init__(self, items):
+        self.items = list(items)
+        self.read_end, write_end = os.pipe()
+        size = self.RECORD * len(self.items)
+        if size > 65536:  # a pipe holds 64 KiB by default: make room for a large class (Linux)
+            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, size)
+        try:
+            data = b"".join(index.to_bytes(self.RECORD, "big") for index in range(len(self.items)))
+            written = 0
+            while written < len(data):
+                written += os.write(write_end, data[written:])
+        finally:
+            os.close(write_end)
+
+    def take(self):
+        """The next item, or None when every item has been taken."""
+        record = os.read(self.read_end, self.RECORD) if self.read_end is not None else b""
+        return self.items[int.from_bytes(record, "big")] if len(record) == self.RECORD else None
+
+    def close(self):
+        if self.read_end is not None:
+            os.close(self.read_end)
+            self.read_end = None
 
 
 def _judge(items, grade, threads, channel):
     _die_with_parent()
     _forget_fork_server()
+    sending = threading.Lock()  # one channel, several threads
+
+    def work():
+        for item in iter(items.take, None):
+            try:
+                text = grade(item).text
+            except Exception:  # noqa: BLE001 - the parent grades it again itself, where the error surfaces
+                continue
+            with sending:
+                channel.send_bytes(json.dumps({"name": item[0], "text": text}).encode())
+
     try:
-        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-            futures = {pool.submit(grade, item): item[0] for item in items}
-            for future in as_completed(futures):
-                if future.exception() is not None:
-                    continue  # the parent grades it again itself, where the error surfaces
-                channel.send_bytes(json.dumps({"name": futures[future], "text": future.result().text}).encode())
+        workers = [threading.Thread(target=work, name=f"judge-{i}") for i in range(max(1, threads))]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
         channel.close()
     finally:
         sandbox = sys.modules.get("grader.sandbox.worker")  # loaded when this judge graded with the kit's
@@ -79,12 +192,12 @@ def _remove_own_temp_dir():
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _collect(channels):
-    """Read every judge's messages until its end is closed; reap the judges."""
+def _collect(channels, stop):
+    """Read every judge's messages until its end is closed, or until `stop` is set; reap the judges."""
     open_ends = dict(channels)
     try:
-        while open_ends:
-            for reader in connection.wait(list(open_ends)):
+        while open_ends and not stop.is_set():
+            for reader in connection.wait(list(open_ends), timeout=0.2):
                 try:
                     frame = json.loads(reader.recv_bytes())
                 except EOFError:  # the judge is done (or died): what it did not send is the caller's

@@ -1,6 +1,6 @@
-"""Imported once, by the fork server only (see `worker.context`): warm torch up and adopt orphans.
+"""Imported once, by the fork server only (see `servers.context`): warm torch up and adopt orphans.
 
-The server was started with a short environment (`worker.SERVER_ENVIRONMENT`): every
+The server was started with a short environment (`servers.SERVER_ENVIRONMENT`): every
 worker is a fork of it, so nothing of the instructor's environment is in a worker's
 memory. Warming up also compiles the sandbox's seccomp filter once for all workers.
 As a subreaper, the fork server inherits whatever a killed worker left behind (the

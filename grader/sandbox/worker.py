@@ -22,9 +22,6 @@ is graded, so a submission does not wait for its sandbox.
 import dataclasses
 import gc
 import math
-import multiprocessing
-import multiprocessing.spawn
-import multiprocessing.util
 import os
 import select
 import signal
@@ -40,6 +37,7 @@ import torch  # noqa: F401 - preloaded in the fork server so workers start warm
 
 from grader.paths import ROOT
 from grader.sandbox import cgroups, processes, seal, seccomp
+from grader.sandbox.servers import _fork_server_pid, context
 from grader.sandbox.limits import Limit
 from grader.check import wire
 from grader.check.loader import Chunk, SubmissionError, load_definitions, read_chunks
@@ -54,7 +52,6 @@ PROCESS_LIMIT = 64  # processes and threads of one submission (cgroup pids, RLIM
 CORES, CPU_SLACK = 1.5, 0.5  # without a cpu cgroup: CPU seconds a step may use per second, and on top
 CGROUP_HEADROOM = {"cpu": 64 << 20, "cuda": 1 << 30}  # what the worker itself may add beyond the step's cap
 STAGE_TIMINGS = False  # workers report how long each stage of their seal took (bench/bench.py)
-_CONTEXT = None
 _LIVE_WORKERS = set()  # pids of workers the judge is using; guarded by _START_LOCK
 _START_LOCK = threading.Lock()
 UIDS = processes.UidPool()
@@ -100,57 +97,6 @@ def warm_up():
     except seccomp.SeccompUnavailable:
         pass
     gc.collect()
-
-
-def context():
-    """The fork-server context; the server imports torch once, before any fork."""
-    global _CONTEXT
-    if _CONTEXT is None:
-        _CONTEXT = multiprocessing.get_context("forkserver")
-        _CONTEXT.set_forkserver_preload(["grader.sandbox.forkserver"])
-        multiprocessing.util.spawnv_passfds = _spawn_with_short_environment
-        multiprocessing.spawn.get_preparation_data = _neutral_preparation_data
-    return _CONTEXT
-
-
-def _neutral_preparation_data(name):
-    """What multiprocessing tells a new worker of the judge: by default the judge's command line (the class
-    folder, OUT, the roster), its folder, sys.path and key, all readable by student code in its own memory.
-    A worker needs none of it: the fork server it is forked from already imported the grader, and its target
-    is found by name. Only the judge's workers are started through multiprocessing (judges are plain forks)."""
-    return {"name": name, "authkey": os.urandom(32)}
-
-
-# What the fork server (and the resource tracker) are started with. Every worker is a fork of the fork
-# server, so the environment it was started with lies in each worker's memory (/proc/self/environ
-# reads it, whatever os.environ says later): only what starting Python and CUDA needs, never a token.
-SERVER_ENVIRONMENT = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "PYTHONHASHSEED",
-                      "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES")
-SERVER_PREFIXES = ("OMP_", "MKL_", "KMP_")
-_SPAWNED = []  # the Popen objects of the helpers: kept, so that they never reap what multiprocessing reaps
-
-
-def _spawn_with_short_environment(path, args, passfds):
-    """multiprocessing.util.spawnv_passfds with a short environment (see SERVER_ENVIRONMENT)."""
-    import subprocess
-
-    environment = {key: value for key, value in os.environ.items()
-                   if key in SERVER_ENVIRONMENT or key.startswith(SERVER_PREFIXES)}
-    environment["PATH"] = "/usr/bin:/bin"
-    # The server imports its preload (this package) by its own sys.path, whatever the current folder: from
-    # where the judge's copy of the grader is (multiprocessing passes sys.path but 3.11 does not apply it,
-    # and a failed preload only shows as every worker importing torch again).
-    environment["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
-    child = subprocess.Popen(args, executable=path, pass_fds=sorted(map(int, passfds)), env=environment,
-                             close_fds=True, restore_signals=False)
-    _SPAWNED.append(child)
-    return child.pid
-
-
-def _fork_server_pid():
-    from multiprocessing import forkserver
-
-    return getattr(forkserver._forkserver, "_forkserver_pid", None)
 
 
 def prepare_isolation():

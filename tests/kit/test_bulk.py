@@ -160,7 +160,7 @@ def test_what_a_dead_judge_leaves_is_graded_by_the_parent(classroom, suite, maxi
     parent = os.getpid()
 
     def dies_in_a_judge(path, name, tests, options):
-        if os.getpid() != parent and name == "student_002":
+        if os.getpid() != parent:  # the forked judge dies on the first file it takes
             os._exit(3)  # the judge process itself dies (a grader bug, the OOM killer...)
         return grade_submission(path, name, tests, options)
 
@@ -168,3 +168,30 @@ def test_what_a_dead_judge_leaves_is_graded_by_the_parent(classroom, suite, maxi
     survived, progress = judged(classroom, tmp_path / "two", suite, maxima, dies_in_a_judge, judges=2, jobs=2)
     assert survived == expected
     assert progress.count("graded student_") == 8
+
+
+def test_judges_take_each_file_once_whoever_is_free(tmp_path):
+    """The class's files wait in one queue that every judge process and thread takes from: each file is
+    taken exactly once, however the takers interleave (a judge that starts late takes fewer)."""
+    from grader.classes.judges import ItemQueue
+
+    items = [(f"student_{i:05d}", i) for i in range(20000)]  # beyond a pipe's default 64 KiB of indexes
+    waiting = ItemQueue(items)
+    children = []
+    for child in range(3):
+        pid = os.fork()
+        if pid == 0:
+            taken = []
+            while (item := waiting.take()) is not None:
+                taken.append(item[1])
+            (tmp_path / f"taker{child}").write_text(" ".join(map(str, taken)))
+            os._exit(0)
+        children.append(pid)
+    mine = []
+    while (item := waiting.take()) is not None:
+        mine.append(item[1])
+    for pid in children:
+        os.waitpid(pid, 0)
+    waiting.close()
+    theirs = [int(number) for child in range(3) for number in (tmp_path / f"taker{child}").read_text().split()]
+    assert sorted(mine + theirs) == list(range(20000))
