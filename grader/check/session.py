@@ -47,17 +47,20 @@ class Session:
 
     def handle_batch(self, request):
         """Several requests in one round trip, carried out in order up to the first that fails, as the judge
-        would have sent them one by one (it stops at a failure too). A request whose "handle" is "previous"
-        acts on the module that the request before it built."""
-        answers, previous = [], None
+        would have sent them one by one (it stops at a failure too), or all of them with "keep_going" (the
+        judge then reads each failure where it would have met it). A request whose "handle" is "previous"
+        acts on the module that the last "build" before it made."""
+        answers, built = [], None
         for item in request.get("requests") or []:
             if item.get("handle") == "previous":
-                item = {**item, "handle": previous}
+                item = {**item, "handle": built}
             answer = self.handle(item)
             answers.append(answer)
             if not answer["ok"]:
-                break
-            previous = answer["value"]
+                if not request.get("keep_going"):
+                    break
+            elif item.get("op") == "build":
+                built = answer["value"]
         return {"ok": True, "answers": answers}
 
     def _inputs(self, request):

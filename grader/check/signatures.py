@@ -26,6 +26,13 @@ ROW_TOL = 1e-4  # float32 row sums of a handful of entries are exact to ~1e-6
 HIDDEN = 1e-12  # a weight this small is a hidden position (an exp(-inf) or a zeroed entry)
 
 
+def raised(value):
+    """`value`, or raise it when it is the StudentError a batched request met (see ModuleHandle.forward_each)."""
+    if isinstance(value, StudentError):
+        raise value
+    return value
+
+
 def as_double(value):
     return value.detach().double() if isinstance(value, torch.Tensor) else None
 
@@ -565,6 +572,18 @@ class Battery:
                                  weights=params)
         return weights_of_output(out, dims.n, dims.heads, dims.d_out), head_scores(queries, keys, dims.heads), module
 
+    def weights_each(self, module, info, modes, batch=None):
+        """(weights, or the StudentError that reading them met, for each (train, seed) of `modes`; scores):
+        the value trick's readings of one module, in one round trip. The caller raises an error where it
+        would have met it reading one by one."""
+        dims = self.dims
+        params, queries, keys = value_trick_params(info, dims.d_in, dims.d_out, dims.n, dims.heads, seed=self.seed)
+        x = one_hot_tokens(batch or dims.batch, dims.n, dims.d_in)
+        outs = module.forward_each([((x,), train, seed) for train, seed in modes], weights=params)
+        found = [out if isinstance(out, StudentError) else weights_of_output(out, dims.n, dims.heads, dims.d_out)
+                 for out in outs]
+        return found, head_scores(queries, keys, dims.heads)
+
     def attention(self, causal=True):
         def look():
             weights, scores, _ = self.weights(causal=causal)
@@ -668,13 +687,11 @@ class Battery:
         """One token, a few, and the full context_length: a crash only below context_length is a mask not sliced
         to the tokens; a crash only at context_length is a mask built for fewer positions."""
         def look():
-            module, _ = self.loaded()  # before the lengths: each length's crash is its own
-            crashes = {}
-            for n in (self.dims.context, 1, self.dims.n):
-                try:
-                    module.forward(draw(2, n, self.dims.d_in, seed=self.seed + 31 + n, scale=1.0))
-                except StudentError as error:
-                    crashes[n] = error
+            module, params = self.loaded(now=False)
+            lengths = (self.dims.context, 1, self.dims.n)
+            outs = module.forward_each([((draw(2, n, self.dims.d_in, seed=self.seed + 31 + n, scale=1.0),), False,
+                                         None) for n in lengths], weights=params)  # each length's crash its own
+            crashes = {n: out for n, out in zip(lengths, outs) if isinstance(out, StudentError)}
             if not crashes:
                 self.add("lengths", "ok")
             elif set(crashes) == {self.dims.context}:
@@ -694,12 +711,13 @@ class Battery:
         def look():
             module, info = self.shared() if p == SHARED_P else (self.build(qkv_bias=False, dropout=p), None)
             info = info or module.describe()
-            first, scores, module = self.weights(module=module, batch=batch, info=info)
-            again, _, _ = self.weights(module=module, batch=batch, info=info)
+            (first, again, trained), scores = self.weights_each(module, info, [(False, None), (False, None),
+                                                                               (True, seed)], batch=batch)
+            first, again = raised(first), raised(again)
             if first is None or again is None:
                 return
             self.add("eval", "ok" if torch.equal(first.nan_to_num(7.0), again.nan_to_num(7.0)) else "random")
-            trained, _, _ = self.weights(module=module, batch=batch, train=True, seed=seed, info=info)
+            trained = raised(trained)
             if trained is None:
                 return
             if bool(torch.isnan(trained).any()) and not bool(torch.isnan(first).any()):

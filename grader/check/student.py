@@ -59,17 +59,41 @@ class Student:
     def _ask(self, what, request):
         return self._read(what, self.transport.send(request))
 
-    def _ask_many(self, asks):
+    def _ask_many(self, asks, keep_going=False):
         """Several (what, request) pairs in one round trip (see Session.handle_batch): the value of each, or
-        StudentError for the first that failed, as if they had been asked one by one."""
-        answer = self.transport.send({"op": "batch", "name": asks[-1][0], "requests": [r for _, r in asks]})
+        StudentError for the first that failed, as if they had been asked one by one. With `keep_going`
+        every request runs, and the list holds a StudentError (not raised) for each one that failed."""
+        request = {"op": "batch", "name": asks[-1][0], "requests": [r for _, r in asks], "keep_going": keep_going}
+        answer = self.transport.send(request)
         answers = answer.get("answers") if answer.get("ok") is True else None
-        # From the student's process: one answer per request up to the first failure, nothing else.
+        # From the student's process: one answer per request (up to the first failure), nothing else.
         if not (isinstance(answers, list) and 1 <= len(answers) <= len(asks)
                 and all(isinstance(item, dict) for item in answers)
-                and (len(answers) == len(asks) or answers[-1].get("ok") is not True)):
+                and (len(answers) == len(asks) or (not keep_going and answers[-1].get("ok") is not True))):
             raise StudentError(asks[0][0], {"returned": True, "message": "an answer the grader cannot read"})
-        return [self._read(what, item) for (what, _), item in zip(asks, answers)]
+        if not keep_going:
+            return [self._read(what, item) for (what, _), item in zip(asks, answers)]
+        values = []
+        for (what, _), item in zip(asks, answers):
+            try:
+                values.append(self._read(what, item))
+            except StudentError as error:
+                values.append(error)
+        return values
+
+    def outputs_of(self, name, *args, runs, seed=None, **kwargs):
+        """For each (weights, inputs) of `runs`: a fresh `name(*args, **kwargs)` (seeded with `seed`), those
+        weights set, its output (eval mode) for `inputs`; all in one round trip, as `build(...).forward(...)`
+        one after another (StudentError for the first step that fails)."""
+        asks = []
+        for weights, inputs in runs:
+            build = {"op": "build", "name": name, "args": wire.encode(list(args)), "kwargs": wire.encode(kwargs),
+                     "seed": seed, "stand_in_heads": False}
+            module = ModuleHandle(self, name, "previous")
+            asks += [(f"{name}(...)", build)] + ([module.loading(weights)] if weights else [])
+            asks.append(module._forwarding(inputs, False, None))
+        values = self._ask_many(asks)
+        return [value for (what, request), value in zip(asks, values) if request["op"] == "forward"]
 
     def _read(self, what, answer):
         if answer.get("ok") is not True:
@@ -150,6 +174,19 @@ class ModuleHandle:
         asks += [self._forwarding(args, train, seed) for args in inputs]
         values = self.student._ask_many(asks)
         return values[1:] if weights else values
+
+    def forward_each(self, calls, weights=None):
+        """For each (args, train, seed) of `calls`: its output, or the StudentError its forward raised (not
+        raised here: the caller meets it where it would have called); all in one round trip. `weights` are
+        set first (their failure is raised)."""
+        asks = [self.loading(weights)] if weights else []
+        asks += [self._forwarding(args, train, seed) for args, train, seed in calls]
+        values = self.student._ask_many(asks, keep_going=True)
+        if weights:
+            if isinstance(values[0], StudentError):
+                raise values[0]
+            values = values[1:]
+        return values
 
     def _forwarding(self, args, train, seed):
         return f"{self.label}.forward", self._request("forward", args=wire.encode(list(args)), train=train, seed=seed)

@@ -14,7 +14,7 @@ import torch
 from .oracle import identity_values, one_hot_tokens, qkv_params, randn
 
 from grader.check.causes import observation
-from grader.check.signatures import Battery, init_outcome, module_observations
+from grader.check.signatures import Battery, init_outcome, module_observations, raised
 from grader.check.testing import expect_tensor, fail, named_crashes, tolerance
 
 ROLES = ("W_query", "W_key", "W_value")
@@ -98,10 +98,12 @@ def check_lengths(module, lengths, reference, make_input, what, device, suspects
     """The module must match `reference` for every length, longest (context_length) first."""
     from grader.check.testing import expect_close
 
-    for n in sorted(lengths, reverse=True):
-        x = make_input(n)
+    ordered = sorted(lengths, reverse=True)
+    inputs = [make_input(n) for n in ordered]
+    outs = module.forward_each([((x,), False, None) for x in inputs])  # one round trip; errors met in order
+    for n, x, out in zip(ordered, inputs, outs):
         with named_crashes(probes):
-            out = module.forward(x)
+            out = raised(out)
         expect_close(out, reference(x), f"{what} for {n} token(s) (context_length={max(lengths)})", device=device,
                      suspects=suspects(x), probes=probes)
 
@@ -143,15 +145,21 @@ def once(student, key, check):
         passed.add(key)
 
 
-def expect_attention_from_queries_and_keys(make_module, params, x, device, probes=None):
+def expect_attention_from_queries_and_keys(outputs_of, params, x, device, probes=None):
     """The properties below hold for any causal average of the values (uniform weights, no attention at
     all): they earn points only for attention whose weights come from the queries and keys. Changing
-    W_query, then W_key (eval mode, several tokens), must change the output."""
-    base = expect_tensor(make_module(params).forward(x, train=False), "the output")
-    for role in ("W_query", "W_key"):
+    W_query, then W_key (eval mode, several tokens), must change the output. `outputs_of(runs)`: the
+    outputs of fresh modules for (weights, inputs) pairs (Student.outputs_of, one round trip)."""
+    roles = ("W_query", "W_key")
+    runs = [params]
+    for role in roles:
         changed = dict(params)
         changed[f"{role}.weight"] = params[f"{role}.weight"].flip(0) * 2.0
-        out = expect_tensor(make_module(changed).forward(x, train=False), "the output", shape=tuple(base.shape))
+        runs.append(changed)
+    first, *others = outputs_of([(run, (x,)) for run in runs])
+    base = expect_tensor(first, "the output")
+    for role, out in zip(roles, others):
+        out = expect_tensor(out, "the output", shape=tuple(base.shape))
         # Real attention moves by tens of percent here (measured: >= 20 % of the output's scale); a token
         # dependence added under the tolerances to pass this check is far below 5 %.
         if (out - base).abs().max() <= DEPENDENCE * base.abs().max():

@@ -25,7 +25,9 @@ def uses_queries_and_keys(student, probes):
 
 def _uses_queries_and_keys(student, probes):
     with named_crashes(probes):
-        expect_attention_from_queries_and_keys(lambda params: build(student, params=params),
+        expect_attention_from_queries_and_keys(lambda runs: student.outputs_of("CausalAttention", D_IN, D_OUT, CONTEXT,
+                                                                               0.0, qkv_bias=False, seed=0,
+                                                                               runs=runs),
                                                qkv_params(D_IN, D_OUT, seed=13), randn(B, N, D_IN, seed=14),
                                                student.device, probes)
 
