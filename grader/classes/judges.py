@@ -68,20 +68,9 @@ def graded_in_judges(items, grade, judges, threads):
         finally:
             finished.put(None)
 
-    def own():
-        for item in iter(lambda: None if stop.is_set() else queue_of_items.take(), None):
-            try:
-                finished.put((item[0], grade(item).text))
-            except Exception:  # noqa: BLE001 - the caller grades it again, where the error surfaces
-                pass
-
     def own_threads():
         try:
-            workers = [threading.Thread(target=own, name=f"own-{i}") for i in range(max(1, threads))]
-            for worker in workers:
-                worker.start()
-            for worker in workers:
-                worker.join()
+            _grade_taken(queue_of_items, grade, threads, lambda name, text: finished.put((name, text)), stop)
         finally:
             finished.put(None)
 
@@ -161,27 +150,37 @@ def _judge(items, grade, threads, channel):
     _forget_fork_server()
     sending = threading.Lock()  # one channel, several threads
 
-    def work():
-        for item in iter(items.take, None):
-            try:
-                text = grade(item).text
-            except Exception:  # noqa: BLE001 - the parent grades it again itself, where the error surfaces
-                continue
-            with sending:
-                channel.send_bytes(json.dumps({"name": item[0], "text": text}).encode())
+    def send(name, text):
+        with sending:
+            channel.send_bytes(json.dumps({"name": name, "text": text}).encode())
 
     try:
-        workers = [threading.Thread(target=work, name=f"judge-{i}") for i in range(max(1, threads))]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
+        _grade_taken(items, grade, threads, send)
         channel.close()
     finally:
         sandbox = sys.modules.get("grader.sandbox.worker")  # loaded when this judge graded with the kit's
         if sandbox is not None:
             sandbox.shutdown()  # os._exit skips the exit handlers that would finish its closes
         _remove_own_temp_dir()
+
+
+def _grade_taken(items, grade, threads, deliver, stop=None):
+    """`threads` threads that each take the next item of `items` (an ItemQueue) until none is left (or `stop`
+    is set), grade it and `deliver(name, results text)`; returns once all are done. An item whose grading
+    raised is not delivered: the parent grades it again itself, where the error surfaces."""
+    def work():
+        while not (stop is not None and stop.is_set()) and (item := items.take()) is not None:
+            try:
+                text = grade(item).text
+            except Exception:  # noqa: BLE001 - see above
+                continue
+            deliver(item[0], text)
+
+    workers = [threading.Thread(target=work, name=f"grading-{i}") for i in range(max(1, threads))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
 
 
 def _remove_own_temp_dir():
