@@ -12,6 +12,7 @@ import base64
 import json
 import math
 import struct
+import threading
 
 import numpy as np
 import torch
@@ -27,6 +28,7 @@ MAX_TENSORS = 4096
 MAX_DEPTH = 32
 MAX_TEXT = 10_000
 MAX_INT_BITS = 256
+_INT_BOUND = 1 << MAX_INT_BITS
 
 _DTYPES = {
     "float16": (torch.float16, np.float16),
@@ -41,6 +43,7 @@ _DTYPES = {
     "bool": (torch.bool, np.bool_),
 }
 _NAME_OF_DTYPE = {torch_dtype: name for name, (torch_dtype, _) in _DTYPES.items()}
+_ITEM_SIZE = {name: np.dtype(np_dtype or np.float32).itemsize for name, (_, np_dtype) in _DTYPES.items()}
 
 
 class Unsendable(Exception):
@@ -49,6 +52,8 @@ class Unsendable(Exception):
 
 def clean_text(text, limit=MAX_TEXT):
     """A string safe to show and to write as UTF-8: lone surrogates replaced, length bounded."""
+    if type(text) is str and text.isascii():  # the common case, decided without a copy
+        return text if len(text) <= limit else text[:limit] + "... (cut)"
     text = str.__str__(text) if isinstance(text, str) else str(text)
     if not text.isascii():
         text = text.encode("utf-8", "replace").decode("utf-8")
@@ -69,25 +74,23 @@ class Foreign:
 
 def _tensor_payload(tensor, budget):
     tensor = torch.Tensor.detach(tensor)
-    if tensor.layout != torch.strided:
+    if tensor.layout is not torch.strided:
         raise Unsendable(f"a {str(tensor.layout).replace('torch.', '')} tensor; return an ordinary dense tensor "
                          "(.to_dense())")
-    if tensor.device.type == "meta":
+    if tensor.is_meta:
         raise Unsendable("a tensor on the 'meta' device, which has a shape but no values; create your "
                          "tensors on the input's device (device=x.device), not on 'meta'")
-    if tensor.dtype == torch.bfloat16:
+    if tensor.dtype is torch.bfloat16:
         tensor = tensor.float()
-    if tensor.dtype not in _NAME_OF_DTYPE:
+    name = _NAME_OF_DTYPE.get(tensor.dtype)
+    if name is None:
         raise Unsendable(f"a tensor of dtype {tensor.dtype}, which the grader cannot compare; "
                          "return a float (or bool/int) tensor")
-    budget.spend(tensor.numel() * tensor.element_size(), f"a tensor of shape {tuple(tensor.shape)}", tensors=1)
-    cpu = torch.Tensor.contiguous(torch.Tensor.cpu(tensor))
-    array = cpu.numpy()
-    return {
-        "dtype": _NAME_OF_DTYPE[cpu.dtype],
-        "shape": list(array.shape),
-        "data": array.tobytes(),  # raw bytes: `dumps` moves them out of the JSON header
-    }
+    budget.spend(tensor.numel() * tensor.element_size(), lambda: f"a tensor of shape {tuple(tensor.shape)}",
+                 tensors=1)
+    array = torch.Tensor.contiguous(tensor if tensor.is_cpu else torch.Tensor.cpu(tensor)).numpy()
+    # raw bytes: `dumps` moves them out of the JSON header
+    return {"dtype": name, "shape": list(array.shape), "data": array.tobytes()}
 
 
 class _Budget:
@@ -98,11 +101,13 @@ class _Budget:
         self.error = error or _too_big
 
     def spend(self, size, what, items=0, tensors=0):
+        """Take `size` bytes, `items` and `tensors` from what is left. `what` names the value in the error: a
+        string, or a function that writes it (formatted only then: this runs for every value of a message)."""
         self.bytes -= size
         self.items -= items
         self.tensors -= tensors
         if self.bytes < 0 or self.items < 0 or self.tensors < 0:
-            raise self.error(what)
+            raise self.error(what() if callable(what) else what)
 
 
 def _too_big(what):
@@ -125,9 +130,19 @@ def encode(value):
 def _encode(value, budget, depth):
     if depth > MAX_DEPTH:
         raise Unsendable(f"a value nested more than {MAX_DEPTH} levels deep; return a tensor or a short tuple")
+    kind = type(value)
+    if kind is torch.Tensor or kind is torch.nn.Parameter:  # the common case first
+        payload = _tensor_payload(value, budget)
+        payload["device"] = _device_text(torch.Tensor.device.__get__(value))
+        return {"$tensor": payload}
     # Exact base types only: a subclass of int/float/str could lie in its __repr__ or __str__.
-    if value is None or isinstance(value, bool):
-        return None if value is None else bool(value)
+    if value is None or kind is bool or kind is float or (kind is int and -_INT_BOUND < value < _INT_BOUND):
+        return value
+    if kind is str and len(value) <= MAX_TEXT and value.isascii():
+        budget.spend(len(value), "a string")
+        return value
+    if isinstance(value, bool):
+        return bool(value)
     if isinstance(value, int):
         value = int.__index__(value)
         if value.bit_length() > MAX_INT_BITS:
@@ -140,9 +155,8 @@ def _encode(value, budget, depth):
         return clean_text(value, MAX_TEXT)
     if isinstance(value, torch.Tensor):
         payload = _tensor_payload(value, budget)
-        payload["device"] = str(torch.Tensor.device.__get__(value))
-        if type(value) not in (torch.Tensor, torch.nn.Parameter):
-            payload["class"] = clean_text(type(value).__qualname__, 200)
+        payload["device"] = _device_text(torch.Tensor.device.__get__(value))
+        payload["class"] = clean_text(type(value).__qualname__, 200)
         return {"$tensor": payload}
     if isinstance(value, np.ndarray):
         array = None
@@ -152,7 +166,7 @@ def _encode(value, budget, depth):
     if isinstance(value, (np.floating, np.integer)):
         return _encode(value.item(), budget, depth + 1)
     if isinstance(value, (tuple, list, dict)):
-        budget.spend(8 * len(value), f"a {type(value).__name__} of {len(value)} items", items=len(value))
+        budget.spend(8 * len(value), lambda: f"a {type(value).__name__} of {len(value)} items", items=len(value))
     if isinstance(value, tuple):
         return {"$tuple": [_encode(item, budget, depth + 1) for item in tuple.__iter__(value)]}
     if isinstance(value, list):
@@ -165,13 +179,24 @@ def _encode(value, budget, depth):
                          "text": clean_text(text, 200)}}
 
 
+_DEVICE_TEXTS = {}
+
+
+def _device_text(device):
+    """str(device), remembered: a class run sends hundreds of thousands of tensors from a few devices."""
+    text = _DEVICE_TEXTS.get(device)
+    if text is None:
+        text = _DEVICE_TEXTS[device] = str(device)
+    return text
+
+
 def _tensor_from_payload(payload, budget):
     if not isinstance(payload, dict):
         raise ValueError("malformed tensor")
     name = payload.get("dtype")
     if name not in _DTYPES:
         raise ValueError(f"unsupported tensor dtype {clean_text(name, 40)!r}")
-    torch_dtype, np_dtype = _DTYPES[name]
+    np_dtype = _DTYPES[name][1] or np.float32  # bfloat16 travels as float32
     shape = payload.get("shape")
     if not isinstance(shape, list) or len(shape) > MAX_DEPTH or not all(
             type(size) is int and 0 <= size <= MAX_ANSWER_BYTES for size in shape):
@@ -185,22 +210,32 @@ def _tensor_from_payload(payload, budget):
         raw = data
     else:
         raise ValueError("malformed tensor data")
-    if np_dtype is None:  # bfloat16 travels as float32
-        np_dtype, torch_dtype = np.float32, torch.float32
-    expected = math.prod(shape) * np.dtype(np_dtype).itemsize
+    expected = math.prod(shape) * _ITEM_SIZE[name]
     if len(raw) != expected:
         raise ValueError("tensor payload has the wrong size")
     budget.spend(expected, "too many tensors or too much tensor data", tensors=1)
-    array = np.frombuffer(raw, dtype=np_dtype).reshape(shape).copy()
-    return torch.from_numpy(array).to(torch_dtype)
+    # A copy: the tensor must not keep the whole frame alive (nor share it with other tensors).
+    return torch.from_numpy(np.frombuffer(raw, dtype=np_dtype).reshape(shape).copy())
+
+
+_DEVICE_NAMES = {}
 
 
 def _device_name(text):
-    """The device a tensor says it came from, if it names a real device type; else 'unknown'."""
-    try:
-        return str(torch.device(str(text)))
-    except (RuntimeError, ValueError, TypeError):
-        return "unknown"
+    """The device a tensor says it came from, if it names a real device type; else 'unknown'. Remembered for
+    a few names (an honest worker sends one or two; a forged one may send any number)."""
+    name = _DEVICE_NAMES.get(text) if type(text) is str else None
+    if name is None:
+        try:
+            name = str(torch.device(str(text)))
+        except (RuntimeError, ValueError, TypeError):
+            name = "unknown"
+        if type(text) is str and len(_DEVICE_NAMES) < 16:
+            _DEVICE_NAMES[text] = name
+    return name
+
+
+_LEAVES = frozenset({int, float, bool, type(None)})  # JSON's plain values: they decode to themselves
 
 
 def decode(data, device=None, _depth=0, _budget=None):
@@ -212,6 +247,8 @@ def decode(data, device=None, _depth=0, _budget=None):
     does an answer beyond one answer's budget (items, tensors, bytes): decoding
     costs the judge at most what an honest answer could.
     """
+    if type(data) in _LEAVES:  # most values of a message: decided before anything else
+        return data
     budget = _budget or _Budget(_over_budget)
     if _depth > MAX_DEPTH:
         raise ValueError("value nested too deeply")
@@ -237,10 +274,15 @@ def decode(data, device=None, _depth=0, _budget=None):
         return tuple(decode(item, device, _depth + 1, budget) for item in data["$tuple"])
     if "$dict" in data:
         items = data["$dict"]
-        if not isinstance(items, list) or not all(isinstance(item, list) and len(item) == 2 for item in items):
+        if not isinstance(items, list):
             raise ValueError("malformed dict")
         budget.spend(0, "too many values", items=len(items))
-        return {clean_text(key, 200): decode(item, device, _depth + 1, budget) for key, item in items}
+        decoded = {}
+        for item in items:
+            if not isinstance(item, list) or len(item) != 2:
+                raise ValueError("malformed dict")
+            decoded[clean_text(item[0], 200)] = decode(item[1], device, _depth + 1, budget)
+        return decoded
     if "$foreign" in data:
         info = data["$foreign"]
         if not isinstance(info, dict):
@@ -255,18 +297,53 @@ _HEADER = struct.Struct(">I")
 
 def dumps(message):
     """One frame: header length, JSON header, then the raw bytes that `encode` left in the message."""
-    blobs, offset = [], 0
-
-    def blob(value):
-        nonlocal offset
-        if not isinstance(value, (bytes, bytearray, memoryview)):
-            raise TypeError(f"{type(value).__name__} cannot be sent")
-        blobs.append(value)
-        offset += len(value)
-        return {"$blob": [offset - len(value), len(value)]}
-
-    header = json.dumps(message, allow_nan=True, default=blob).encode("utf-8")
+    _OUTGOING.blobs, _OUTGOING.offset = [], 0
+    try:
+        header = "".join(_ENCODE(message, 0)).encode("utf-8")
+        blobs = _OUTGOING.blobs
+    finally:
+        _OUTGOING.blobs = None
     return b"".join([_HEADER.pack(len(header)), header, *blobs])
+
+
+def _blob_reference(value):
+    """The JSON encoder's hook for what JSON cannot hold: raw bytes move behind the header, by reference."""
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{type(value).__name__} cannot be sent")
+    _OUTGOING.blobs.append(value)
+    _OUTGOING.offset += len(value)
+    return {"$blob": [_OUTGOING.offset - len(value), len(value)]}
+
+
+_OUTGOING = threading.local()  # the frame being written by this thread: its blobs so far
+# One encoder for all frames, made once: json.dumps makes one per call, about as costly as a small message.
+# No circular check (messages are trees built by `encode`); compact separators (smaller headers).
+_ENCODE = json.JSONEncoder(default=_blob_reference, check_circular=False, separators=(",", ":")).iterencode
+try:  # json's C encoder itself, where this Python has it in the form 3.10 to 3.13 have
+    _ENCODE = json.encoder.c_make_encoder(None, _blob_reference, json.encoder.encode_basestring_ascii, None,
+                                          ":", ",", False, False, True)
+except TypeError:  # no C accelerator (None is not callable), or another signature
+    pass
+
+
+_FRAME = threading.local()  # the frame being parsed by this thread: its blobs and the spans referenced so far
+
+
+def _blob(fields):
+    """The JSON decoder's hook for every object: {"$blob": [offset, length]} becomes that span of the frame."""
+    if "$blob" not in fields:
+        return fields
+    where, blobs = fields["$blob"], _FRAME.blobs
+    if len(fields) != 1 or type(where) is not list or len(where) != 2:
+        raise ValueError("malformed blob reference")
+    start, length = where
+    if type(start) is not int or type(length) is not int or start < 0 or length < 0 or start + length > len(blobs):
+        raise ValueError("malformed blob reference")
+    _FRAME.spans.append(where)
+    return blobs[start:start + length]
+
+
+_DECODER = json.JSONDecoder(object_hook=_blob)  # one for all frames: json.loads(..., object_hook=) builds one each time
 
 
 def loads(raw):
@@ -288,25 +365,21 @@ def loads(raw):
         # Every value after the first in a container follows a comma: a bound on the items, before parsing.
         if text.count(",") + text.count("[") + text.count("{") > 4 * MAX_ITEMS:
             raise ValueError("too many values")
-        blobs = memoryview(raw)[end:]
-        spans = []
-
-        def blob(fields):
-            if "$blob" not in fields:
-                return fields
-            where = fields["$blob"]
-            if (len(fields) != 1 or not isinstance(where, list) or len(where) != 2
-                    or not all(type(n) is int and n >= 0 for n in where) or sum(where) > len(blobs)):
-                raise ValueError("malformed blob reference")
-            spans.append(where)
-            return blobs[where[0]:where[0] + where[1]]
-
-        message = json.loads(text, object_hook=blob)
+        _FRAME.blobs, _FRAME.spans = memoryview(raw)[end:], []
+        try:
+            message, stop = _DECODER.scan_once(text, 0)  # the parser itself: a frame has nothing around its JSON
+            if stop != len(text):
+                raise ValueError("data after the JSON header")
+            spans = _FRAME.spans
+        finally:
+            _FRAME.blobs = _FRAME.spans = None
         spans.sort()
         if any(start + length > following for (start, length), (following, _) in zip(spans, spans[1:])):
             raise ValueError("blob referenced twice or overlapping")
         # Lone surrogates (valid JSON escapes, invalid UTF-8) can only come from a \ud... escape.
         return _clean_strings(message) if "\\ud" in text or "\\uD" in text else message
+    except StopIteration:  # what the parser raises where no JSON value starts
+        raise ValueError("not a message: no JSON value") from None
     except (ValueError, RecursionError, UnicodeDecodeError, MemoryError, struct.error) as error:
         raise ValueError(f"not a message: {type(error).__name__}") from None
 
