@@ -20,11 +20,13 @@ import ast
 import builtins
 import csv
 import functools
+import importlib.util
 import io
 import json
 import keyword
 import math
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -162,30 +164,45 @@ def origins(found):
 
 
 @functools.lru_cache(maxsize=None)
-def copydetect_fingerprints():
-    """copydetect's k-gram fingerprinting, or None where it is not installed (the code signal is then left out)."""
+def copydetect_utils():
+    """copydetect.utils (its k-gram hashing and document fingerprints), or None where copydetect is not
+    installed (the code signal is then left out). Imported without running the package's __init__, which
+    loads its HTML report and the report's plots (matplotlib.pyplot: 0.4 s of every class run) for nothing
+    used here: a bare package object stands in while the module loads, and is taken away after (a later
+    `import copydetect` runs the real one)."""
+    if "copydetect.utils" in sys.modules:
+        return sys.modules["copydetect.utils"]
     try:
-        from copydetect.utils import get_document_fingerprints
+        spec = importlib.util.find_spec("copydetect")
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    stand_in = "copydetect" not in sys.modules
+    if stand_in:
+        sys.modules["copydetect"] = importlib.util.module_from_spec(spec)
+    try:
+        return importlib.import_module("copydetect.utils")
     except ImportError:
         return None
-    return get_document_fingerprints
+    finally:
+        if stand_in:
+            sys.modules.pop("copydetect", None)
 
 
 def fingerprints(text):
     """Every k-gram of the normalised code, hashed (copydetect's hashed_kgrams: window 1, all of them, so
     that the result does not depend on Python's per-process string hashes)."""
-    if copydetect_fingerprints() is None or len(text) < K:
+    if copydetect_utils() is None or len(text) < K:
         return set()
-    from copydetect.utils import hashed_kgrams
-
-    return set(hashed_kgrams(text, K).tolist())
+    return set(copydetect_utils().hashed_kgrams(text, K).tolist())
 
 
 def positions(text):
     """{fingerprint: first position in text} (copydetect's document fingerprints), for the side-by-side view."""
-    if copydetect_fingerprints() is None or len(text) < K:
+    if copydetect_utils() is None or len(text) < K:
         return {}
-    _, where = copydetect_fingerprints()(text, K, 1)
+    _, where = copydetect_utils().get_document_fingerprints(text, K, 1)
     return {int(hashed): int(min(found)) for hashed, found in where.items()}
 
 
@@ -456,7 +473,7 @@ def page(pairs, students, out, seconds):
     if not with_code:
         parts.append("<p class='warn'>The submitted files were not available to this step (a merge of shards): "
                      "only the behaviour signal is shown.</p>")
-    elif copydetect_fingerprints() is None:
+    elif copydetect_utils() is None:
         parts.append("<p class='warn'>copydetect is not installed (<code>pip install -r requirements-publish.txt"
                      "</code>): the code signal is left out.</p>")
     if not pairs:
