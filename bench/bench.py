@@ -1,7 +1,9 @@
 """`make bench`: how fast and how lean grading is, against the targets of the kit.
 
 Prints, for this machine:
-  * the floor: seconds of `python -c "import torch"` (median of 3), the cost of any fresh process;
+  * the floor: seconds of `python -c "import torch"`, the cost of any fresh process: the median of 3 runs
+    before the bulk run and 3 after it (this machine's speed drifts by 10-20 % over minutes, and the ratio
+    below should compare the bulk run with the machine it ran on, not with the one before it);
   * bulk grading of N submissions (1 in 4 correct, the rest catalogue bugs) through the real CLI:
     total wall time, median seconds per submission, ratio of the total to the floor (target <= 20);
     of it, the class's integrity step (every pair compared; target <= 10 % of the rest);
@@ -43,8 +45,9 @@ def timed(command, **kwargs):
     return time.monotonic() - started, done
 
 
-def import_floor():
-    return statistics.median(timed([PYTHON, "-c", "import torch"])[0] for _ in range(3))
+def import_floor(runs=3):
+    """Seconds of each of `runs` fresh `python -c "import torch"`."""
+    return [timed([PYTHON, "-c", "import torch"])[0] for _ in range(runs)]
 
 
 def tree(root):
@@ -159,8 +162,7 @@ def main():
         print(rows[-1], flush=True)
 
     print(f"make bench: {args.count} submissions, device {args.device}, {args.jobs} jobs, {os.cpu_count()} cores")
-    floor = import_floor()
-    report("floor: python -c 'import torch' (median of 3)", f"{floor:.2f} s")
+    floor_before = import_floor()
     with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
         scratch = Path(scratch)
         folder = scratch / "class"
@@ -168,6 +170,12 @@ def main():
         for name, text in synthetic_class(clean_solution(), args.count).items():
             (folder / name).write_text(text)
         total, median, integrity = bulk(folder, scratch / "out", args)
+        floor_after = import_floor()
+        floor = statistics.median(floor_before + floor_after)
+        report("floor: python -c 'import torch', 3 runs before the bulk run",
+               f"{statistics.median(floor_before):.2f} s")
+        report("floor: 3 runs after it", f"{statistics.median(floor_after):.2f} s")
+        report("floor: median of the 6", f"{floor:.2f} s")
         report(f"bulk: {args.count} submissions, wall time", f"{total:.1f} s")
         if integrity is not None:  # part of the wall time: the class step that compares every pair
             report("bulk: of which the integrity step (OUT/integrity.html)", f"{integrity:.2f} s", "<= 10 %",

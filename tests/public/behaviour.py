@@ -7,6 +7,8 @@ must: each projection's weights change the output, dropout makes training
 differ from evaluation; and the mask is a registered buffer.
 """
 
+import itertools
+
 import torch
 
 from grader.check.student import StudentError
@@ -19,12 +21,12 @@ def different_weights(weights, seed):
         return {name: torch.randn(value.shape) * 0.5 for name, value in weights.items()}
 
 
-def expect_parts_used(module, what, x, weights, mask=True, first_token_dropout=None):
+def expect_parts_used(module, what, x, weights, mask=True, first_token=None):
     """Each named weight of `weights` (name -> tensor) loads and changes the output; in training
     dropout changes it, afresh on every call, and evaluation is deterministic; with `mask`, `mask` is
     a registered buffer (checked last: after the output was confirmed to come from the module's parts).
-    `first_token_dropout` (a single head's p): the first token attends only to itself, so in training its
-    output is 0 (its one weight dropped) or its eval output / (1 - p), as dropout on the weights gives."""
+    `first_token` (p, heads): in training, the first token's output is one that dropout on the attention
+    weights can give (see `expect_first_token_dropout`)."""
     base = expect_tensor(module.forward(x, weights=weights), f"{what} output")
     assert base.dim() == 3 and tuple(base.shape[:2]) == tuple(x.shape[:2]), f"{what} output should have shape (b, n, d_out)"
     other = different_weights(weights, seed=7)
@@ -46,14 +48,8 @@ def expect_parts_used(module, what, x, weights, mask=True, first_token_dropout=N
                                                                          trained.nan_to_num(7.0))), (
             f"in training, {what} gives the same output for two different seeds: dropout draws a new mask on "
             "every call (self.dropout, an nn.Dropout, applied to the attention weights)")
-        if first_token_dropout is not None and bool(torch.isfinite(trained).all()):
-            first, kept = trained[:, 0].double(), base[:, 0].double() / (1 - first_token_dropout)
-            for row in range(first.shape[0]):
-                assert (torch.allclose(first[row], torch.zeros_like(first[row]), atol=1e-5)
-                        or torch.allclose(first[row], kept[row], rtol=1e-4, atol=1e-5)), (
-                    f"in training, the first token's output (sequence {row}) is neither 0 nor its eval-mode output "
-                    f"x 1/(1-p): it attends only to itself, so dropout on the attention weights either drops its one "
-                    "weight or rescales it; apply self.dropout to attn_weights, nothing else")
+        if first_token is not None and bool(torch.isfinite(trained).all()):
+            expect_first_token_dropout(trained, base, x, weights, *first_token)
     if mask:  # the module's own word (sdpa variants keep the buffer without using it), never enough alone
         try:
             module.fill_buffer("mask", 0.0)
@@ -62,3 +58,39 @@ def expect_parts_used(module, what, x, weights, mask=True, first_token_dropout=N
                 raise
             raise AssertionError("the mask should be a registered buffer (self.register_buffer('mask', ...)) so "
                                  "that it moves with the module to the GPU") from None
+
+
+def first_token_changes(x, weights, p, heads):
+    """(b, 2**heads, d): what dropout on the attention weights can add to the first token's eval output.
+
+    The first token attends only to itself: in each head its one weight is 1, so in training it is dropped
+    (the head gives 0) or kept and scaled by 1/(1-p). Head h alone gives u_h, the first token's values in
+    that head's columns (through `out_proj.weight` where the module has one), so a training output is the
+    eval output plus sum_h (keep_h / (1-p) - 1) u_h for one choice of the heads kept. out_proj's bias (not
+    injected) is in both and cancels."""
+    values = x[:, 0].double() @ weights["W_value.weight"].double().T  # (b, d_out)
+    head_dim = values.shape[-1] // heads
+    alone = []
+    for head in range(heads):
+        part = torch.zeros_like(values)
+        part[:, head * head_dim:(head + 1) * head_dim] = values[:, head * head_dim:(head + 1) * head_dim]
+        alone.append(part @ weights["out_proj.weight"].double().T if "out_proj.weight" in weights else part)
+    scales = itertools.product((0.0, 1.0 / (1 - p)), repeat=heads)
+    return torch.stack([sum((scale - 1) * part for scale, part in zip(keep, alone)) for keep in scales], dim=1)
+
+
+def expect_first_token_dropout(trained, base, x, weights, p, heads):
+    """In training, each sequence's first-token output is its eval output plus one of `first_token_changes`.
+    Judged only where the eval output of the first token is the chapter's (its values through out_proj,
+    plus one bias for every sequence): a module that already differs there (a head split, a mask) fails
+    the checks made for that, never this one."""
+    trained, base = trained[:, 0].double(), base[:, 0].double()
+    changes = first_token_changes(x, weights, p, heads)
+    offset = base + changes[:, 0]  # dropping every head leaves out_proj's bias alone (0 without out_proj)
+    if not torch.allclose(offset, offset[:1].expand_as(offset), rtol=1e-4, atol=1e-4):
+        return
+    for row in range(trained.shape[0]):
+        assert any(torch.allclose(trained[row] - base[row], change, rtol=1e-4, atol=1e-4) for change in changes[row]), (
+            f"in training, the first token's output (sequence {row}) is not what dropout on the attention weights "
+            "gives: it attends only to itself, so in each head its one weight is either dropped or scaled by "
+            "1/(1-p); apply self.dropout to the attention weights, and nothing else")

@@ -61,7 +61,7 @@ def check_structure(student):
     with seeded(1):
         x = torch.randn(8, 8, 5)  # context_length tokens
         weights = {f"{role}.weight": torch.randn(4, 5) * 0.5 for role in ("W_query", "W_key", "W_value")}
-    expect_parts_used(module, "CausalAttention", x, weights, first_token_dropout=0.1)
+    expect_parts_used(module, "CausalAttention", x, weights, first_token=(0.1, 1))
 
 
 @graded("causal_attention: attention weights sum to one, hide exactly the future and use sqrt(d_k)", weight=1)
