@@ -6,6 +6,7 @@ runs: in the student's own interpreter for `make check`, in a sandboxed worker
 process for grading. It never judges anything.
 """
 
+import itertools
 import traceback
 
 import torch
@@ -94,7 +95,8 @@ class Session:
             module = cls(*args, **kwargs)
         if not isinstance(module, torch.nn.Module):
             raise TypeError(f"{request['name']}(...) did not create an nn.Module (got {type(module).__name__})")
-        module.to(self.device)
+        if not on_device(module, self.device):  # .to() walks every submodule even when nothing moves
+            module.to(self.device)
         handle = len(self.handles) + 1
         self.handles[handle] = module
         return handle
@@ -146,6 +148,11 @@ class Session:
 
     def op_describe(self, request):
         return describe_module(self._module(request), self.module.__name__)
+
+
+def on_device(module, device):
+    """Whether every parameter and buffer of `module` is already on `device`."""
+    return all(tensor.device == device for tensor in itertools.chain(module.parameters(), module.buffers()))
 
 
 class StandInHead(torch.nn.Module):

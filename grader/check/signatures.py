@@ -12,6 +12,7 @@ vector e_i and W_value maps e_j to e_j inside each head, so the context vector
 of token i is row i of that head's attention weights.
 """
 
+import functools
 import itertools
 import math
 import re
@@ -355,6 +356,12 @@ def linear_init_outcome(state, d_in, d_out, seed, qkv_bias, roles=ROLES, prefix=
 
 # ------------------------------------------------------------------ modules, read through their outputs
 def draw(*shape, seed, scale=0.5):
+    """A fresh copy of a fixed draw: every submission of a class is probed with the same inputs, drawn once."""
+    return _draw(shape, seed, scale).clone()
+
+
+@functools.lru_cache(maxsize=4096)
+def _draw(shape, seed, scale):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)) * scale
 
 

@@ -197,12 +197,12 @@ def expect_tensor(value, what, shape=None, device=None):
     if device is not None and torch.device(student_device).type != torch.device(device).type:
         raise AssertionError(f"{what} is on {student_device}, but the input was on {device}; "
                              "create new tensors with device=x.device (or register them as buffers)")
-    if not value.dtype.is_floating_point and value.dtype != torch.bool:
-        value = value.to(torch.float64)
-    bad = ~torch.isfinite(value.double()) if value.dtype != torch.bool else torch.zeros_like(value)
-    if bad.any():
-        where = fmt_index(bad.nonzero()[0].tolist())
-        kind = "NaN" if torch.isnan(value.double()).any() else "inf"
+    if value.dtype == torch.bool:
+        return value
+    double = value.double()
+    if not bool(torch.isfinite(double).all()):
+        where = fmt_index((~torch.isfinite(double)).nonzero()[0].tolist())
+        kind = "NaN" if torch.isnan(double).any() else "inf"
         rows = nan_rows(value)
         if rows:
             label, outcome = rows
@@ -210,7 +210,7 @@ def expect_tensor(value, what, shape=None, device=None):
                  [observation("pattern", outcome)])
         fail(f"{what} contains {kind} (first at {where}); a row whose every score is -inf gives NaN after the "
              "softmax", [])
-    return value.double() if value.dtype != torch.bool else value
+    return double
 
 
 def observed(observations):

@@ -182,7 +182,9 @@ def copydetect_utils():
     if stand_in:
         sys.modules["copydetect"] = importlib.util.module_from_spec(spec)
     try:
-        return importlib.import_module("copydetect.utils")
+        import copydetect.utils  # noqa: F401 - loads under the stand-in
+
+        return sys.modules["copydetect.utils"]
     except ImportError:
         return None
     finally:
