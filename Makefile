@@ -9,6 +9,7 @@
 #   make grade REQUIRE_SANDBOX=1   refuse to grade unless every protection of the OS sandbox is on (docs/sandbox.md)
 #   make grade OVERRIDES=overrides.csv   student,step,points,reason: applied to grades.csv, LMS files, report
 #   make regrade STUDENT=name [SUBMISSION=file.py] [OUT=out]   regrade one student of a graded class
+#     (over a student's overrides, SUBMISSION=file needs KEEP_OVERRIDES=1 or OVERRIDES=file without them)
 #   make bench [COUNT=200] [DEVICE=cuda]   speed and memory figures against the targets
 #   make report [OUT=out]          the cohort report OUT/report.html from OUT/results (also after each bulk grade)
 #   make diagnose-report [JOBS=N] [SPLIT=held-out]   caught / named / wrong cause per split, and the variants
@@ -35,6 +36,7 @@ SHARD ?=
 SHARDS ?=
 ROSTER ?=
 OVERRIDES ?=
+KEEP_OVERRIDES ?=
 STUDENT ?=
 TIME_LIMIT ?=
 MEMORY_LIMIT ?=
@@ -95,7 +97,8 @@ grade: $(VENV)/.installed sandbox-libs
 # make regrade STUDENT=name [SUBMISSION=file]: one student again, into the class's OUT (every class file follows).
 regrade: $(VENV)/.installed sandbox-libs
 	$(if $(STUDENT),,$(error make regrade needs STUDENT=<a name from $(OUT)/grades.csv>))
-	$(PY) -m grader regrade $(STUDENT) --out $(OUT) $(GRADING) $(if $(SUBMISSION),--submission $(SUBMISSION))
+	$(PY) -m grader regrade $(STUDENT) --out $(OUT) $(GRADING) $(if $(SUBMISSION),--submission $(SUBMISSION)) \
+	  $(if $(KEEP_OVERRIDES),--keep-overrides)
 
 # make merge SHARDS="out-1 out-2 out-3" [OUT=out]: one class from the OUT folders of SHARD=i/N runs.
 merge: $(VENV)/.installed

@@ -53,6 +53,7 @@ def grade_command(args):
         raise UsageError(str(error)) from None
     collected = collect(args.path, args.zip_encoding)
     try:
+        check_class_run(args, collected)  # a roster or overrides that cannot apply cost seconds, not a graded class
         if args.engine == "kit" and collected.submissions:
             servers.start_early()  # the workers' fork server imports torch while this process does
         from grader.judging.judge import Options, zero_result  # imports torch: only the commands that grade pay for it
@@ -147,6 +148,7 @@ def merge_command(args):
         record.setdefault("source", shard_record.get("source"))
         record.setdefault("origins", {}).update(shard_record.get("origins") or {})
     record = with_roster_and_overrides(record, args)
+    check_class_inputs(record, [result.name for result in graded])
     record = write_class_files(out, graded, maxima, record)
     print(tables.score_table(graded, maxima, record.get("final")))
     print(f"\nmerged {len(args.shards)} shard(s), {len(graded)} submission(s), into {out}")
@@ -158,20 +160,38 @@ def write_class_files(out, graded, maxima, record, sources=None):
     and class.json (final scores: overrides applied), the feedback pages, the integrity page (code evidence
     only when `sources`, the class's (name, path) list, is given), the report. Returns the record."""
     out = Path(out)
-    notes, roster = [], None
+    notes, roster, refused = [], None, None
+    record.pop("students", None)
     if record.get("roster"):  # Canvas and Moodle import files, one row per roster student
         from grader.integrations import lms
 
-        roster = lms.read_roster_text(record["roster"]["text"], record["roster"]["file"])
-        record["students"] = lms.roster_record(roster, graded, record.get("origins"))
-    else:
-        record.pop("students", None)
-    record["final"], override_notes = class_record.finals(graded, record)
+        try:
+            roster = lms.read_roster_text(record["roster"]["text"], record["roster"]["file"])
+            record["students"] = lms.roster_record(roster, graded, record.get("origins"))
+        except lms.RosterError as error:
+            refused = error
+    from grader.classes.overrides import OverrideError
+
+    try:  # (check_class_inputs found these before grading: a safety net, before anything is written)
+        record["final"], override_notes = class_record.finals(graded, record)
+    except OverrideError as error:
+        raise UsageError(str(error)) from None
     notes += override_notes
     write_atomic(out / "grades.csv", tables.grades_csv(graded, record["final"]))
     if roster is not None:
         scores = {name: entry["total"] for name, entry in record["final"].items()}
-        notes += lms.write_lms_files(out, graded, maxima, roster=roster, origins=record.get("origins"), scores=scores)
+        try:
+            notes += lms.write_lms_files(out, graded, maxima, roster=roster, origins=record.get("origins"),
+                                         scores=scores)
+        except lms.RosterError as error:
+            refused = error
+    if refused is not None:  # grades.csv and the rest are written; the LMS files of an earlier run are stale
+        stale = [name for name in LMS_FILES if (out / name).is_file()]
+        for name in stale:
+            (out / name).unlink()
+        refused = UsageError(f"{refused}. No LMS file was written" + (f" (the earlier {', '.join(stale)} removed: "
+                             "they no longer agree with grades.csv)" if stale else "")
+                             + f"; grades.csv, results/ and the report in {out} are written")
     record["notes"] = notes
     class_record.write_record(out, record)
     for note in notes:
@@ -182,7 +202,51 @@ def write_class_files(out, graded, maxima, record, sources=None):
 
     print(integrity.write_integrity(out, sources))
     print(report.write_report(out))
+    if refused is not None:
+        raise refused
     return record
+
+
+LMS_FILES = ("canvas_grades.csv", "moodle_grades.csv", "moodle_worksheet.csv")
+
+
+def check_class_run(args, collected):
+    """check_class_inputs for `grade` of a class, before torch is imported or anything is graded: the
+    class's submissions with the roster and overrides given now, or else those OUT recorded."""
+    single = (len(collected.submissions) == 1 and not collected.rejected and not Path(args.path).is_dir()
+              and not args.shard)
+    if single or not (collected.submissions or collected.rejected):
+        return
+    record = class_run_record(class_record.read_record(args.out), collected, args)
+    check_class_inputs(record, [name for name, _ in collected.submissions] + list(collected.rejected))
+
+
+def check_class_inputs(record, names):
+    """Before any grading: the roster (new or recorded) must find the class's submissions (`names`) and
+    every override a submission of the class (UsageError naming the rows and lines)."""
+    from types import SimpleNamespace as Named  # what matching reads of a result, before there are results
+
+    from grader.classes.overrides import OverrideError, resolve
+
+    students = None
+    if record.get("roster"):
+        from grader.integrations import lms
+
+        given = record["roster"]["file"]
+        try:
+            roster = lms.read_roster_text(record["roster"]["text"], given)
+            lms.check_match(roster, names, record.get("origins"),
+                            when=" (a roster is recorded in OUT/class.json for the runs after: ROSTER=<file> "
+                                 "replaces it)")
+        except lms.RosterError as error:
+            raise UsageError(str(error)) from None
+        students = lms.roster_record(roster, [Named(name=name, score=0.0) for name in names], record.get("origins"))
+    known = {"students": students or []}
+    try:
+        return resolve(class_record.overrides_of(record), names, class_record.aliases_of(known),
+                       class_record.absent_of(known))[0]
+    except OverrideError as error:
+        raise UsageError(str(error)) from None
 
 
 def grading_settings(args, options):
@@ -257,11 +321,29 @@ def regraded_files(submissions, record):
     return kept
 
 
-def regrade_command(args):
-    """Regrade one student of a graded class into its OUT: their results, feedback page and every class file."""
-    from grader.judging.judge import Options
+DROP_OVERRIDES = ("to drop them, delete their line(s) from your overrides file and give it again "
+                  "(OVERRIDES=overrides.csv: it replaces the overrides recorded in OUT/class.json)")
 
-    sandbox_check(args)
+
+def kept_overrides(name, applying, args):
+    """The line saying which overrides still apply to the regraded student, or "" when none do. An override
+    was given for the work graded then: over a file sent later (SUBMISSION=...) it may no longer be right,
+    so that regrade is refused (exit 2, nothing graded) unless the instructor keeps them (--keep-overrides)
+    or gives an overrides file without them."""
+    if not applying:
+        return ""
+    listing = "; ".join(override.describe() + (f" [{override.where}]" if override.where else "")
+                        for override in applying)
+    if args.submission and not args.keep_overrides:
+        raise UsageError(f"{name} has {len(applying)} override(s) that would also apply to {args.submission}: "
+                         f"{listing}. They were given for the file graded before: {DROP_OVERRIDES}; to keep them, "
+                         "regrade with KEEP_OVERRIDES=1 (--keep-overrides)")
+    return f"still overridden: {name}: {listing} ({DROP_OVERRIDES})"
+
+
+def regrade_command(args):
+    """Regrade one student of a graded class into its OUT: their results, feedback page and every class file.
+    Overrides of that student still apply; over a file sent later only when kept (see kept_overrides)."""
     out = Path(args.out)
     record = class_record.read_record(out)
     if not record.get("final"):
@@ -272,6 +354,11 @@ def regrade_command(args):
         class_record.aliases_of(record).get(args.student))
     if name is None:
         raise UsageError(f"{args.student!r} is not a submission of {out} (see its grades.csv)")
+    with_roster_and_overrides(record, args)  # a new ROSTER or OVERRIDES is checked before grading
+    kept = kept_overrides(name, check_class_inputs(record, names).get(name, []), args)
+    from grader.judging.judge import Options  # imports torch: after the checks above, which cost nothing
+
+    sandbox_check(args)
     args.held.enter_context(hold_out(out))  # no other run writes into OUT meanwhile
     collected = None
     try:
@@ -295,10 +382,11 @@ def regrade_command(args):
                     grading_settings(args, options), jobs=1)
         graded = [results_io.read_results_json(out / "results" / f"{known}.json") for known in names
                   if (out / "results" / f"{known}.json").is_file()]
-        with_roster_and_overrides(record, args)
         record = write_class_files(out, graded, maxima, record)
         print(tables.score_table([r for r in graded if r.name == name], maxima, record.get("final")))
         print(f"\nregraded {name} from {path} in {time.monotonic() - started:.1f}s; class files in {out}")
+        if kept:
+            print(terminal(kept))
         return 0
     finally:
         if collected is not None:
@@ -485,6 +573,9 @@ def main(argv=None):
     regrade.add_argument("--out", default="out", help="the graded class folder (default: out)")
     regrade.add_argument("--submission", default=None,
                          help="grade this file as the student's (default: the student's file in the graded class)")
+    regrade.add_argument("--keep-overrides", action="store_true",
+                         help="keep the student's overrides over the --submission file (without it, such a regrade "
+                              "is refused: an override was given for the work graded before)")
     add_grading_options(regrade)
     merge = commands.add_parser("merge", help="combine the OUT folders of sharded runs into one class")
     merge.add_argument("shards", nargs="+", help="the OUT folders of the `grade --shard i/N` runs")

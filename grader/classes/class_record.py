@@ -47,14 +47,23 @@ def overrides_of(record):
 
 
 def aliases_of(record):
-    """{roster identifier or name: submission} for overrides that name a student rather than a file."""
+    """{roster identifier or name: submission} for overrides that name a student rather than a file; None
+    for a name or identifier that several students share (never the first one's, in silence)."""
     aliases = {}
     for student in record.get("students") or []:
         if student.get("submission"):
             for key, value in student.items():
                 if key not in ("submission", "late", "section", "group") and isinstance(value, str) and value:
-                    aliases.setdefault(value, student["submission"])
+                    if aliases.setdefault(value, student["submission"]) != student["submission"]:
+                        aliases[value] = None
     return aliases
+
+
+def absent_of(record):
+    """The roster identifiers and names of the students without a submission (an override cannot apply)."""
+    return {value for student in record.get("students") or [] if not student.get("submission")
+            for key, value in student.items()
+            if key not in ("submission", "late", "section", "group") and isinstance(value, str) and value}
 
 
 def late_of(name, record):
@@ -70,7 +79,8 @@ def late_of(name, record):
 
 def finals(results, record):
     """({submission: final scores}, notes): every result with its overrides applied and its late flag."""
-    found, notes = resolve(overrides_of(record), [result.name for result in results], aliases_of(record))
+    found, notes = resolve(overrides_of(record), [result.name for result in results], aliases_of(record),
+                           absent_of(record))
     scores = {}
     for result in results:
         scores[result.name] = final_scores(result, found.get(result.name, ()))

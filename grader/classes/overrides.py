@@ -10,9 +10,15 @@ submission) is worth instead, between 0 and its maximum. A step override changes
 total; a total override replaces the total and leaves the steps as graded. Results files are never
 changed: the overrides live in OUT/class.json and are applied to grades.csv, the LMS files and the
 report, each listed with its reason.
+
+An override that cannot apply is an error, never a note: a student who is no submission of the class (the
+message names the closest names), a roster student without a submission, a name that fits two students,
+two different overrides of one step, a step that is not the chapter's, points out of range. `regrade` of
+a student from another file asks what to do with their overrides (see grader.cli.regrade_command).
 """
 
 import csv
+import difflib
 import io
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,6 +37,7 @@ class Override:
     step: str  # a step key, or "total"
     points: float
     reason: str
+    where: str = ""  # "overrides.csv, line 3": where the instructor wrote it (for messages)
 
     def as_dict(self):
         return asdict(self)
@@ -57,14 +64,20 @@ def read_overrides(path):
         if not any(cell.strip() for cell in row):
             continue
         cell = {key: (row[index].strip() if index < len(row) else "") for key, index in where.items()}
-        overrides.append(_parse(cell, f"{path}, line {line}"))
+        overrides.append(_parse(cell, f"{path}, line {line}", f"{Path(path).name}, line {line}"))
     return overrides
 
 
-def _parse(cell, where):
+class OverrideError(ValueError):
+    """Overrides that cannot apply to this class (one line per problem)."""
+
+
+def _parse(cell, where, short):
     step = cell["step"].lower()
     if step not in (TOTAL, *STEP_KEYS):
-        raise ValueError(f"{where}: step {cell['step']!r} is neither 'total' nor one of {', '.join(STEP_KEYS)}")
+        close = difflib.get_close_matches(step, (TOTAL, *STEP_KEYS), n=1, cutoff=0.6)
+        raise ValueError(f"{where}: step {cell['step']!r} is neither 'total' nor one of {', '.join(STEP_KEYS)}"
+                         + (f" (did you mean {close[0]}?)" if close else ""))
     try:
         points = float(cell["points"])
     except ValueError:
@@ -76,28 +89,58 @@ def _parse(cell, where):
         raise ValueError(f"{where}: no student named")
     if not cell["reason"]:
         raise ValueError(f"{where}: give a reason (it is listed in the report beside the grade)")
-    return Override(clean(cell["student"]), step, points, clean(cell["reason"], limit=500))
+    return Override(clean(cell["student"]), step, points, clean(cell["reason"], limit=500), short)
 
 
-def resolve(overrides, names, aliases=None):
-    """({submission name: [Override]}, problems): each override's student found among `names` (exactly,
-    then ignoring case), then among `aliases` ({roster identifier or name: submission name})."""
+def resolve(overrides, names, aliases=None, absent=()):
+    """({submission name: [Override]}, notes): each override's student found among `names` (exactly,
+    then ignoring case), then among `aliases` ({roster identifier or name: submission name, or None when
+    it names several}). OverrideError listing every override that cannot apply: its student is no
+    submission (`absent`: roster identifiers and names of students without one), or two overrides give
+    one step different points."""
     by_fold = {name.casefold(): name for name in names}
+    spelt = {key.casefold(): key for key in aliases or {}}  # for messages
     aliases = {key.casefold(): value for key, value in (aliases or {}).items()}
-    found, problems = {}, []
+    absent = {key.casefold() for key in absent if key}
+    found, notes, problems = {}, [], []
     for override in overrides:
-        name = override.student if override.student in names else by_fold.get(override.student.casefold())
-        name = name or aliases.get(override.student.casefold())
+        wanted = override.student.casefold()
+        name = override.student if override.student in names else by_fold.get(wanted)
+        name = name or aliases.get(wanted)
+        where = f"{override.where}: " if override.where else ""
         if name is None:
-            problems.append(f"override for {override.student!r} names no graded submission (see grades.csv); "
-                            "not applied")
+            problems.append(where + _unknown(override.student, names, aliases, absent, spelt))
             continue
         same = [o for o in found.get(name, []) if o.step == override.step]
+        if same and (same[0].points, same[0].reason) == (override.points, override.reason):
+            notes.append(f"{where}the override of {override.step} for {name} is listed twice; applied once")
+            continue
         if same:
-            problems.append(f"two overrides of {override.step} for {name}; the later one ({override.points:g}) applies")
-            found[name].remove(same[0])
+            problems.append(f"{where}a second override of {override.step} for {name} ({override.points:g}; "
+                            f"the other gives {same[0].points:g}{', ' + same[0].where if same[0].where else ''}): "
+                            "keep one line per student and step")
+            continue
         found.setdefault(name, []).append(override)
-    return found, problems
+    if problems:
+        raise OverrideError("; ".join(problems) + ". Correct the overrides file and give it again (OVERRIDES=...: it "
+                            "replaces the overrides recorded in OUT/class.json; an empty file clears them)")
+    return found, notes
+
+
+def _unknown(student, names, aliases, absent, spelt):
+    """Why an override's student is none of the class's submissions, with the closest names."""
+    wanted = student.casefold()
+    if wanted in aliases:  # aliases_of maps a name shared by several students to None
+        return f"{student!r} names more than one student of the roster: name the submission (see grades.csv)"
+    if wanted in absent:
+        return (f"{student!r} is on the roster but has no submission: an override changes a graded submission "
+                "(give this student's grade in the LMS itself), remove the line")
+    known = {name.casefold(): name for name in names}
+    known.update({key: spelt.get(key, key) for key, value in aliases.items() if value})
+    close = difflib.get_close_matches(wanted, list(known), n=3, cutoff=0.6)
+    hint = f"closest: {', '.join(repr(known[key]) for key in close)}" if close else "no name is close"
+    return (f"override for {student!r} names no submission of this class ({hint}; a student is named as in "
+            "grades.csv, or by a roster identifier)")
 
 
 def final_scores(result, overrides=()):

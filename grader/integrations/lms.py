@@ -19,6 +19,11 @@ Beside grades.csv, one row per roster student:
 Scores come from the final scores (overrides applied, see `grader.classes.overrides`). Files are UTF-8
 CSV, quoted where needed, every text cell through `grader.text.csv_cell`, so "Doe, Jane" and "Zoë Núñez"
 arrive intact and a name like `=HYPERLINK(...)` stays text.
+
+A roster is refused (RosterError) rather than written into a gradebook file that may be wrong: one
+student on two rows (the same identifier twice: two cells for one student, one left empty), or a roster
+that matches none, or under half, of the class's submissions (another course's export, other headers:
+an import file of blanks). The message names the rows, the columns read and examples on both sides.
 """
 
 import csv
@@ -52,6 +57,12 @@ COLUMNS = {
     "status": ("status",),
 }
 IDENTIFIERS = ("canvas_id", "sis_user_id", "sis_login_id", "email", "username", "idnumber")
+TITLES = {"name": "name", "first": "first name", "last": "last name", "canvas_id": "Canvas user id",
+          "sis_user_id": "SIS user id", "sis_login_id": "SIS login", "section": "section", "email": "email",
+          "username": "username", "idnumber": "ID number", "participant": "Moodle participant", "group": "group",
+          "status": "status"}
+MATCH_SHARE = 0.5  # a roster that finds fewer of the class's submissions than this is the wrong roster
+EXAMPLES = 5
 WORKSHEET = ("identifier", "grade", "maximum grade", "last modified (grade)")
 
 
@@ -70,6 +81,7 @@ class RosterStudent:
     group: str = ""
     late: object = None  # from a Moodle worksheet's Status ("... late"), else None
     row: list = field(default_factory=list, repr=False)  # the roster row as read (worksheets are written back)
+    line: int = 0  # where the row starts in the roster file (for messages)
 
     def identifiers(self):
         return [value for value in (getattr(self, key) for key in IDENTIFIERS) if value]
@@ -82,6 +94,12 @@ class Roster:
     moodle_column: str = ASSIGNMENT_TITLE
     header: list = field(default_factory=list)
     worksheet: bool = False  # a Moodle "Download grading worksheet" file
+    label: str = "roster"  # the file, for messages
+    read: list = field(default_factory=list)  # [(header cell, what the kit reads from it)]
+
+
+class RosterError(ValueError):
+    """A roster the LMS files must not be written from (the message says which rows or what matched)."""
 
 
 def _normal(header):
@@ -94,10 +112,25 @@ def read_roster(path):
     return read_roster_text(Path(path).read_text(encoding="utf-8-sig"), str(path))
 
 
+def _delimiter(text):
+    """',' as Canvas and Moodle write by default; ';' or a tab where the export's settings chose one (Canvas
+    uses ';' for locales whose decimal separator is a comma) and the header line holds no comma."""
+    first = text.split("\n", 1)[0]
+    if "," in first:
+        return ","
+    return max((";", "\t"), key=first.count) if (";" in first or "\t" in first) else ","
+
+
 def read_roster_text(text, label="roster"):
-    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    text = text.lstrip("\ufeff")
+    reader = csv.reader(io.StringIO(text), delimiter=_delimiter(text))
+    rows, lines, start = [], [], 1
+    for row in reader:  # each row with the line it starts on (a quoted cell may hold a newline)
+        rows.append(row)
+        lines.append(start)
+        start = reader.line_num + 1
     if not rows:
-        raise ValueError(f"{label}: the roster is empty")
+        raise RosterError(f"{label}: the roster is empty")
     header = [_normal(cell) for cell in rows[0]]
     where = {}
     for key, names in COLUMNS.items():
@@ -105,31 +138,77 @@ def read_roster_text(text, label="roster"):
             if cell in names and key not in where:
                 where[key] = index
     if not any(key in where for key in (*IDENTIFIERS, "participant")) and "name" not in where:
-        raise ValueError(f"{label}: no column names a student (expected e.g. Student, ID, Email, Username)")
-    roster = Roster(header=rows[0], worksheet=all(name in header for name in WORKSHEET))
+        found = ", ".join(repr(clean(cell)) for cell in rows[0][:12]) or "nothing"
+        raise RosterError(f"{label}: no column names a student (expected e.g. Student, ID, Email, Username; "
+                          f"its first line reads {found})")
+    roster = Roster(header=rows[0], worksheet=all(name in header for name in WORKSHEET), label=label,
+                    read=[(clean(rows[0][index]), TITLES[key]) for key, index in sorted(where.items(),
+                                                                                        key=lambda item: item[1])])
     kit_columns = [cell.strip() for cell in rows[0] if CANVAS_ASSIGNMENT.match(cell.strip())
                    and "attention" in cell.lower()]
     if len(kit_columns) == 1:  # the Canvas export already has this assignment: fill its column
         roster.canvas_column = kit_columns[0]
         roster.moodle_column = CANVAS_ASSIGNMENT.match(kit_columns[0])["title"]
-    for row in rows[1:]:
+    for row, line in zip(rows[1:], lines[1:]):
         values = {key: clean(row[index]) if index < len(row) else "" for key, index in where.items()}
-        if values.get("name", "").lower() == "points possible" or not any(cell.strip() for cell in row):
-            continue  # Canvas's second row holds each column's maximum, not a student
         name = values.get("name") or " ".join(part for part in (values.get("first"), values.get("last")) if part)
+        if name.lower() == "points possible" or not any(cell.strip() for cell in row):
+            continue  # Canvas's second row holds each column's maximum, not a student
         participant = PARTICIPANT.match(values.get("participant", ""))
         status = values.get("status", "")
         student = RosterStudent(name=name, **{key: values.get(key, "") for key in ("section", "group", *IDENTIFIERS)},
                                 participant_id=participant["id"] if participant else "",
-                                late=bool(LATE.search(status)) if status else None, row=list(row))
+                                late=bool(LATE.search(status)) if status else None, row=list(row), line=line)
         if student.identifiers() or student.name or student.participant_id:
             roster.students.append(student)
+    _refuse_repeated_students(roster)
     return roster
+
+
+def _refuse_repeated_students(roster):
+    """One row per student: an identifier on two rows would give that student two cells in the import
+    (Canvas applies both, the empty one last or first) and leaves one of them "without a submission". A
+    name counts only on rows that have no identifier at all (two students may share a name)."""
+    rows = {}
+    for student in roster.students:
+        keys = [(TITLES[key], getattr(student, key)) for key in IDENTIFIERS if getattr(student, key)]
+        keys += [(TITLES["participant"], student.participant_id)] if student.participant_id else []
+        for title, value in keys or [("name", student.name)]:
+            rows.setdefault((title, value.casefold()), (title, value, []))[2].append(student)
+    repeated, seen = [], set()
+    for title, value, students in rows.values():  # one entry per set of rows (not per identifier they share)
+        lines = frozenset(student.line for student in students)
+        if len(students) > 1 and lines not in seen:
+            seen.add(lines)
+            repeated.append((title, value, students))
+    if not repeated:
+        return
+    lines = [f"{title} {value!r} on lines {', '.join(str(s.line) for s in students)}"
+             + (f" ({', '.join(sorted({repr(s.name) for s in students if s.name}))})" if any(s.name for s in students)
+                else "") for title, value, students in repeated[:EXAMPLES]]
+    more = f"; and {len(repeated) - EXAMPLES} more" if len(repeated) > EXAMPLES else ""
+    raise RosterError(f"{roster.label}: {len(repeated)} student(s) on more than one row: {'; '.join(lines)}{more}. "
+                      "Each student must be on one row (one grade cell each): export the roster again, or "
+                      "delete the repeated rows, then run the same command")
 
 
 # -- matching submissions to students ---------------------------------------------------------------
 def _keys(value):
     return {value.casefold(), safe_name(value).casefold()}
+
+
+def _finder(roster):
+    """A function (name, origin) -> [roster index]: the student(s) a submission is, [] when none for sure."""
+    index, ambiguous = {}, set()
+    for position, student in enumerate(roster.students):
+        values = student.identifiers() or [student.name]
+        for key in set().union(*(_keys(value) for value in values)):
+            if key in index and index[key] != position:
+                ambiguous.add(key)
+            index[key] = position
+    canvas_ids = {s.canvas_id: p for p, s in enumerate(roster.students) if s.canvas_id}
+    participants = {s.participant_id: p for p, s in enumerate(roster.students) if s.participant_id}
+    return lambda name, origin: _positions(name, origin, roster, index, ambiguous, canvas_ids, participants)
 
 
 def match(roster, results, origins=None):
@@ -143,19 +222,10 @@ def match(roster, results, origins=None):
     student, or more than one, is reported, never guessed; two results for one student keep the better.
     """
     origins = origins or {}
-    index, ambiguous = {}, set()
-    for position, student in enumerate(roster.students):
-        values = student.identifiers() or [student.name]
-        for key in set().union(*(_keys(value) for value in values)):
-            if key in index and index[key] != position:
-                ambiguous.add(key)
-            index[key] = position
-    canvas_ids = {s.canvas_id: p for p, s in enumerate(roster.students) if s.canvas_id}
-    participants = {s.participant_id: p for p, s in enumerate(roster.students) if s.participant_id}
+    find = _finder(roster)
     chosen, notes = {}, []
     for result in results:
-        positions = _positions(result.name, origins.get(result.name), roster, index, ambiguous, canvas_ids,
-                               participants)
+        positions = find(result.name, origins.get(result.name))
         if not positions:
             notes.append(f"{result.name}: matches no single student of the roster; not in the LMS files")
         for position in positions:
@@ -173,6 +243,44 @@ def match(roster, results, origins=None):
                 if student.group == group and member not in own:
                     chosen.setdefault(member, result)
     return chosen, notes
+
+
+def check_match(roster, names, origins=None, when=""):
+    """RosterError unless the roster finds at least half of the class's submissions (`names`, as grades.csv
+    names them) and at least one: otherwise it is another class's export or a file read with the wrong
+    columns, and the LMS files would hold blanks. The message says what was read and what did not match."""
+    names = list(names)
+    if not names:
+        return
+    origins = origins or {}
+    find = _finder(roster)
+    found = {name: find(name, origins.get(name)) for name in names}
+    matched = [name for name in names if found[name]]
+    if matched and len(matched) >= MATCH_SHARE * len(names):
+        return
+    taken = {position for positions in found.values() for position in positions}
+    unmatched = [name for name in names if not found[name]]
+    spare = [student for position, student in enumerate(roster.students) if position not in taken]
+    columns = ", ".join(f"{cell!r} ({what})" for cell, what in roster.read) or "none"
+    ignored = [clean(cell) for cell in roster.header if clean(cell) not in {cell for cell, _ in roster.read}]
+    examples = ", ".join(repr(name) for name in unmatched[:EXAMPLES]) + (", ..." if len(unmatched) > EXAMPLES else "")
+    rows = ", ".join(f"line {student.line} {_who(student)}" for student in spare[:EXAMPLES]) + (
+        ", ..." if len(spare) > EXAMPLES else "")
+    raise RosterError(
+        f"{roster.label}: the roster matches {len(matched)} of the class's {len(names)} submission(s) "
+        f"(expected: at least {max(1, -(-len(names) // 2))}: is it this class's export?). Columns read: {columns}"
+        + (f"; not read: {', '.join(repr(cell) for cell in ignored[:8])}{', ...' if len(ignored) > 8 else ''}"
+           if ignored else "")
+        + f". {len(roster.students)} roster row(s). Submissions no row names, e.g.: {examples or 'none'}. "
+        f"Roster rows no submission names, e.g.: {rows or 'none'}. A submission is found by the Canvas user id "
+        "or Moodle participant number of an LMS download, else by its name as an identifier (email, username, "
+        "SIS id, ID number) or a name of the roster. Give this course's export (Canvas: Grades > Export; "
+        f"Moodle: the assignment's grading worksheet), or grade without ROSTER{when}")
+
+
+def _who(student):
+    ids = [f"{value}" for value in (*student.identifiers(), student.participant_id) if value]
+    return repr(student.name or "?") + (f" ({', '.join(ids[:2])})" if ids else "")
 
 
 def _positions(name, origin, roster, index, ambiguous, canvas_ids, participants):
@@ -276,6 +384,7 @@ def write_lms_files(out, results, maxima, roster_path=None, origins=None, scores
     """Write canvas_grades.csv and moodle_grades.csv (and moodle_worksheet.csv for a worksheet roster)
     into `out`; return notes for the instructor. `scores`: {name: final score} (overrides applied)."""
     roster = roster or read_roster(roster_path)
+    check_match(roster, [result.name for result in results], origins)  # before any file is written
     chosen, notes = match(roster, results, origins)
     points = sum(maxima.values())
     write_atomic(Path(out) / "canvas_grades.csv", canvas_csv(roster, chosen, points, scores))
@@ -298,7 +407,8 @@ def roster_record(roster, results, origins=None):
     chosen, _ = match(roster, results, origins)
     students = []
     for position, student in enumerate(roster.students):
-        record = {key: value for key, value in asdict(student).items() if key != "row" and value not in ("", None)}
+        record = {key: value for key, value in asdict(student).items()
+                  if key not in ("row", "line") and value not in ("", None)}
         result = chosen.get(position)
         record["submission"] = result.name if result is not None else None
         students.append(record)

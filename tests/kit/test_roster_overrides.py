@@ -1,0 +1,303 @@
+"""Rosters and overrides that cannot be right are refused, never turned into a gradebook record (issue 25).
+
+A roster with one student on two rows; a roster that finds none, or under half, of the class's submissions
+(another course's export, other headers); an override that names no student, a roster student without a
+submission, a name two students share, two different points for one step; a regrade from a file sent later
+while an override of the old file still applies. Each is refused with the file, the lines and what to do,
+and nothing already written is lost. Most checks call the validating functions (and the CLI) in-process;
+one class of three is graded once through the real CLI, and one regrade from a fixed file.
+"""
+
+import csv
+import io
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from grader import cli
+from grader.chapter import STEP_KEYS, TOTAL_POINTS
+from grader.classes import class_record
+from grader.classes.overrides import Override, OverrideError, read_overrides, resolve
+from grader.integrations import lms
+from grader.judging import results_json as results_io
+from grader.judging.model import SubmissionResult
+from grader.judging.model import TestResult as Verdict
+from grader.paths import ROOT
+
+CANVAS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Attention exercises (4242)"]
+PEOPLE = [("Doe, Jane", "5000", "S5000", "jdoe"), ("Núñez, Zoë", "5001", "S5001", "znunez"),
+          ("O'Brien, Seán", "5002", "S5002", "sobrien"), ("Ørsted, Åse", "5003", "S5003", "aorsted")]
+
+
+def write_csv(path, rows, delimiter=","):
+    with open(path, "w", newline="", encoding="utf-8-sig") as stream:  # Canvas exports carry a BOM
+        csv.writer(stream, delimiter=delimiter).writerows(rows)
+    return path
+
+
+def rows_of(path):
+    with open(path, newline="", encoding="utf-8-sig") as stream:
+        return list(csv.reader(stream))
+
+
+def result(name, score, suite):
+    """A SubmissionResult whose tests (the real suite's) add up to `score`."""
+    tests, left = [], score
+    for test in suite:
+        earned = min(test.points, left)
+        left -= earned
+        tests.append(Verdict(test.name, test.step, earned, test.points, "", test.visibility))
+    return SubmissionResult(name, f"{name}.py", tests)
+
+
+def canvas_gradebook(path, people=PEOPLE, repeat=None):
+    """Canvas's gradebook export (header, Points Possible row, a row per student), `repeat` rows again at the end,
+    as when two sections' exports are pasted together."""
+    rows = [CANVAS, ["    Points Possible", "", "", "", "", "100.00"]]
+    rows += [[name, ident, sis, login, "A", ""] for name, ident, sis, login in people]
+    rows += [[name, ident, sis, login, "B", ""] for name, ident, sis, login in repeat or []]
+    return write_csv(path, rows)
+
+
+def canvas_class(suite, people=PEOPLE, scores=(90, 70, 100)):
+    """Graded submissions from a Canvas download (lastfirst_USERID), with their origins."""
+    graded, origins = [], {}
+    for (name, ident, _, _), score in zip(people, scores):
+        submission = f"{name.split(',')[0].lower().replace(' ', '')}_{ident}"
+        graded.append(result(submission, score, suite))
+        origins[submission] = {"lms": "canvas", "key": ident, "student": submission.rsplit("_", 1)[0]}
+    return graded, origins
+
+
+# -- 1. one student on two rows ----------------------------------------------------------------------
+def test_a_gradebook_with_a_student_twice_is_refused_naming_the_rows(tmp_path, suite, maxima):
+    """Before: canvas_grades.csv had two rows with ID 5000, one empty, one graded, exit 0."""
+    roster = canvas_gradebook(tmp_path / "gradebook.csv", repeat=[PEOPLE[0]])
+    graded, origins = canvas_class(suite)
+    with pytest.raises(ValueError) as refused:
+        lms.write_lms_files(tmp_path, graded, maxima, roster, origins=origins)
+    message = str(refused.value)
+    assert "gradebook.csv" in message and "'5000'" in message and "lines 3, 7" in message, message
+    assert "Doe, Jane" in message and "one row" in message
+    assert not (tmp_path / "canvas_grades.csv").exists() and not (tmp_path / "moodle_grades.csv").exists()
+    # Refused as --roster too: before anything is graded.
+    with pytest.raises(Exception) as usage:
+        cli.roster_argument(str(roster))
+    assert "lines 3, 7" in str(usage.value)
+
+
+def test_a_moodle_worksheet_with_a_participant_twice_and_a_name_only_list_are_refused(tmp_path):
+    header = ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade", "Grade can be changed",
+              "Last modified (submission)", "Last modified (grade)", "Feedback comments"]
+    rows = [header, *([f"Participant {700100 + i}", name, f"s{i}@example.edu", "Submitted for grading", "", "100.00",
+                       "Yes", "-", "-", ""] for i, name in enumerate(("Jane Doe", "Zoë Núñez", "Åse Ørsted")))]
+    rows.append(["Participant 700101", "Zoë Núñez", "zoe.other@example.edu", "", "", "100.00", "Yes", "-", "-", ""])
+    with pytest.raises(lms.RosterError, match=r"participant '700101' on lines 3, 5"):
+        lms.read_roster(write_csv(tmp_path / "worksheet.csv", rows))
+    with pytest.raises(lms.RosterError, match=r"name 'alice' on lines 2, 4"):
+        lms.read_roster(write_csv(tmp_path / "plain.csv", [["name"], ["alice"], ["bob"], ["Alice"]]))
+    # Two students may share a name: with their own ids both rows stay (an override must then use the id).
+    two = lms.read_roster(write_csv(tmp_path / "namesakes.csv", [["Name", "Email"], ["Jo Li", "a@x.edu"],
+                                                                 ["Jo Li", "b@x.edu"]]))
+    assert [student.email for student in two.students] == ["a@x.edu", "b@x.edu"]
+
+
+# -- 2. a roster that finds too few submissions ------------------------------------------------------
+def test_a_roster_of_another_class_stops_instead_of_writing_blanks(tmp_path, suite, maxima):
+    """Before: canvas_grades.csv and moodle_grades.csv with every grade cell empty, exit 0."""
+    others = [(f"Other, Student{i}", str(9000 + i), f"S9{i:03d}", f"other{i}") for i in range(6)]
+    roster = canvas_gradebook(tmp_path / "other_course.csv", people=others)
+    graded, origins = canvas_class(suite)
+    with pytest.raises(ValueError) as refused:
+        lms.write_lms_files(tmp_path, graded, maxima, roster, origins=origins)
+    message = str(refused.value)
+    assert "other_course.csv" in message and "matches 0 of the class's 3 submission(s)" in message, message
+    assert "'ID' (Canvas user id)" in message and "'SIS Login ID' (SIS login)" in message  # the columns read
+    assert "'Attention exercises (4242)'" in message  # and those not read
+    assert "'doe_5000'" in message and "line 3 'Other, Student0' (9000" in message  # examples, both sides
+    assert not (tmp_path / "canvas_grades.csv").exists()
+
+
+def test_other_headers_and_under_half_matched_are_refused_half_is_enough(tmp_path, suite, maxima):
+    # A hand-made list whose names are not how the files are named: nothing matches.
+    roster = write_csv(tmp_path / "names.csv", [["Name", "Section"], ["Jane Doe", "A"], ["Zoë Núñez", "A"]])
+    graded = [result(name, 50, suite) for name in ("jdoe", "znunez")]
+    with pytest.raises(lms.RosterError, match=r"matches 0 of the class's 2 .*'Name' \(name\), 'Section'"):
+        lms.write_lms_files(tmp_path, graded, maxima, roster)
+    # A Moodle worksheet of another assignment: 1 of 3 downloads' participant numbers found.
+    header = ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade", "Grade can be changed",
+              "Last modified (submission)", "Last modified (grade)", "Feedback comments"]
+    worksheet = write_csv(tmp_path / "worksheet.csv", [header] + [
+        [f"Participant {number}", f"P{number}", f"p{number}@x.edu", "", "", "100.00", "Yes", "-", "-", ""]
+        for number in (31, 900, 901, 902)])
+    graded = [result(f"Person {number}_{number}", 60, suite) for number in (31, 32, 33)]
+    origins = {g.name: {"lms": "moodle", "key": g.name.rsplit("_", 1)[1], "student": g.name} for g in graded}
+    with pytest.raises(lms.RosterError, match=r"matches 1 of the class's 3 submission\(s\) \(expected: at least 2"):
+        lms.write_lms_files(tmp_path, graded, maxima, worksheet, origins=origins)
+    assert not any(tmp_path.glob("*_grades.csv")) and not (tmp_path / "moodle_worksheet.csv").exists()
+    # Half is enough (a class where some sent files under other names): written, the rest reported.
+    graded, origins = canvas_class(suite, people=PEOPLE[:2])
+    graded += [result("mallory", 10, suite), result("anon_77", 20, suite)]
+    notes = lms.write_lms_files(tmp_path, graded, maxima, canvas_gradebook(tmp_path / "gb.csv"), origins=origins)
+    assert [row[-1] for row in rows_of(tmp_path / "canvas_grades.csv")[2:]] == ["90", "70", "", ""]
+    assert any("mallory: matches no single student" in note for note in notes)
+
+
+def test_a_canvas_export_with_semicolons_or_first_and_last_name_columns_is_read(tmp_path, suite, maxima):
+    """Canvas writes ';' for locales with a decimal comma, and LastName/FirstName columns when asked; its
+    "Manual Posting" row (assignments with a manual posting policy) is not a student."""
+    rows = [["LastName", "FirstName", "ID", "SIS User ID", "SIS Login ID", "Section", "Attention exercises (4242)"],
+            ["", "", "", "", "", "", "Manual Posting"], ["    Points Possible", "", "", "", "", "", "100,00"]]
+    rows += [[name.split(", ")[0], name.split(", ")[1], ident, sis, login, "A", ""] for name, ident, sis, login in PEOPLE]
+    roster = lms.read_roster(write_csv(tmp_path / "semicolons.csv", rows, delimiter=";"))
+    assert [(s.name, s.canvas_id) for s in roster.students] == [(f"{n.split(', ')[1]} {n.split(', ')[0]}", i)
+                                                                 for n, i, _, _ in PEOPLE]
+    graded, origins = canvas_class(suite)
+    lms.write_lms_files(tmp_path, graded, maxima, roster=roster, origins=origins)
+    assert [row[-1] for row in rows_of(tmp_path / "canvas_grades.csv")[2:]] == ["90", "70", "100", ""]
+
+
+# -- 3. overrides that cannot apply ------------------------------------------------------------------
+def overrides_file(path, *lines):
+    path.write_text("student,step,points,reason\n" + "".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_an_override_naming_no_student_is_an_error_with_the_line_and_the_closest_names(tmp_path):
+    """Before: a note ("names no graded submission ... not applied") and exit 0."""
+    overrides = read_overrides(overrides_file(tmp_path / "overrides.csv", "doejane_5000,masking,12,agreed",
+                                              "nunezoe_5001,total,80,medical extension"))
+    names = ["doejane_5000", "núñezzoë_5001", "obrienseán_5002"]
+    with pytest.raises(ValueError) as refused:
+        resolve(overrides, names, {"5001": "núñezzoë_5001", "Núñez, Zoë": "núñezzoë_5001"})
+    message = str(refused.value)
+    assert "overrides.csv, line 3" in message and "'nunezoe_5001' names no submission" in message, message
+    assert "closest: 'núñezzoë_5001'" in message
+    # A roster student without a submission, a name two students share, two points for one step.
+    absent = read_overrides(overrides_file(tmp_path / "absent.csv", '"Ørsted, Åse",total,50,by hand'))
+    with pytest.raises(OverrideError, match=r"absent.csv, line 2: 'Ørsted, Åse' is on the roster but has no submission"):
+        resolve(absent, names, {}, {"Ørsted, Åse", "5003"})
+    shared = [Override("Jo Li", "total", 50, "x", "o.csv, line 2")]
+    with pytest.raises(OverrideError, match="names more than one student"):
+        resolve(shared, names, class_record.aliases_of({"students": [
+            {"name": "Jo Li", "email": "a@x", "submission": "doejane_5000"},
+            {"name": "Jo Li", "email": "b@x", "submission": "obrienseán_5002"}]}))
+    twice = read_overrides(overrides_file(tmp_path / "twice.csv", "doejane_5000,masking,12,a", "5000,masking,3,b"))
+    with pytest.raises(OverrideError, match=r"twice.csv, line 3: a second override of masking .*twice.csv, line 2"):
+        resolve(twice, names, {"5000": "doejane_5000"})
+    same = read_overrides(overrides_file(tmp_path / "same.csv", "doejane_5000,masking,12,a", "doejane_5000,masking,12,a"))
+    found, notes = resolve(same, names)
+    assert len(found["doejane_5000"]) == 1 and "listed twice" in notes[0]
+
+
+def test_an_override_of_a_missing_step_or_out_of_range_points_names_the_steps(tmp_path):
+    with pytest.raises(ValueError) as refused:
+        read_overrides(overrides_file(tmp_path / "o.csv", "a,masking,3,x", "b,maskin,3,y"))
+    message = str(refused.value)
+    assert "o.csv, line 3" in message and all(key in message for key in STEP_KEYS) and "did you mean masking" in message
+    for points in ("16", "-1", "nan", "inf"):
+        with pytest.raises(ValueError, match=r"o.csv, line 2: .* (outside 0..15|not a number)"):
+            read_overrides(overrides_file(tmp_path / "o.csv", f"a,masking,{points},x"))
+    with pytest.raises(ValueError, match=f"outside 0..{TOTAL_POINTS:g} for total"):
+        read_overrides(overrides_file(tmp_path / "o.csv", "a,total,101,x"))
+
+
+# -- end to end: a class of three graded once ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory, clean, stub):
+    """alice, bob (a stub, with a masking override) and carol, with a roster (dave did not submit)."""
+    folder = tmp_path_factory.mktemp("roster_class")
+    submissions = folder / "class"
+    submissions.mkdir()
+    for name, text in (("alice", clean), ("bob", stub), ("carol", clean)):
+        (submissions / f"{name}.py").write_text(text, encoding="utf-8")
+    roster = write_csv(folder / "roster.csv", [["Name", "Username", "Email"], ["Alice A", "alice", "a@x.edu"],
+                                               ["Bob B", "bob", "b@x.edu"], ["Carol C", "carol", "c@x.edu"],
+                                               ["Dave D", "dave", "d@x.edu"]])
+    overrides = overrides_file(folder / "overrides.csv", "b@x.edu,masking,12,agreed in office hours")
+    out = folder / "out"
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(submissions), "--roster", str(roster),
+                           "--overrides", str(overrides), "--out", str(out), "--time-limit", "60"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder, out
+
+
+def snapshot(out):
+    return {path.relative_to(out): path.read_bytes() for path in sorted(out.rglob("*")) if path.is_file()
+            and not path.name.startswith(".")}
+
+
+def test_bad_rosters_and_overrides_stop_a_class_run_before_grading(graded_class, tmp_path, capsys):
+    folder, graded = graded_class
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    before = snapshot(out)
+    other = write_csv(tmp_path / "export.csv", [["Student", "ID"], ["Zed", "1"], ["Yan", "2"]])
+    typo = overrides_file(tmp_path / "typo.csv", "alice,total,90,late", "bobb,masking,12,agreed")
+    dave = overrides_file(tmp_path / "dave.csv", "Dave D,total,70,graded on paper")
+    for option, path, says in (("--roster", other, "matches 0 of the class's 3"),
+                               ("--overrides", typo, "typo.csv, line 3: override for 'bobb'"),
+                               ("--overrides", dave, "'Dave D' is on the roster but has no submission")):
+        code = cli.main(["grade", str(folder / "class"), option, str(path), "--out", str(out)])
+        err = capsys.readouterr().err
+        assert code == 2 and says in err, err
+        if path == typo:
+            assert "closest: 'Bob B', 'bob'" in err
+    assert snapshot(out) == before  # refused before grading: the class's files are as they were
+
+
+def test_when_the_lms_files_cannot_be_written_grades_csv_and_results_stay(graded_class, tmp_path, maxima):
+    """The write-time refusal (a class whose roster stopped matching): grades.csv, results and the report are
+    written, the stale LMS files removed, the run refused."""
+    _, graded = graded_class
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    results = {path.name: path.read_bytes() for path in (out / "results").iterdir()}
+    (out / "grades.csv").unlink()
+    record = class_record.read_record(out)
+    record["roster"] = {"file": "export.csv", "text": "Student,ID\nZed,1\nYan,2\n"}
+    record["overrides"] = []
+    done = [results_io.read_results_json(out / "results" / name) for name in results]
+    with pytest.raises(cli.UsageError) as refused:
+        cli.write_class_files(out, done, maxima, record)
+    message = str(refused.value)
+    assert "matches 0 of the class's 3" in message and "grades.csv, results/ and the report" in message
+    assert "canvas_grades.csv" in message and not (out / "canvas_grades.csv").exists()
+    assert (out / "grades.csv").is_file() and (out / "report.html").is_file()
+    assert {path.name: path.read_bytes() for path in (out / "results").iterdir()} == results
+
+
+def test_a_regrade_from_a_fixed_file_over_an_override_is_an_explicit_choice(graded_class, tmp_path, clean, capsys):
+    """Before: `regrade bob --submission fixed.py` kept bob's masking override: 97* instead of 100, exit 0."""
+    folder, graded = graded_class
+    grades = {row["submission"]: row for row in csv.DictReader(io.StringIO((graded / "grades.csv").read_text()))}
+    assert grades["bob"]["masking"] == "12" and "agreed in office hours" in grades["bob"]["override"]
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    before = snapshot(out)
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(clean, encoding="utf-8")
+    code = cli.main(["regrade", "bob", "--out", str(out), "--submission", str(fixed)])
+    err = capsys.readouterr().err
+    assert code == 2 and "bob has 1 override(s)" in err and "masking set to 12 (agreed in office hours)" in err, err
+    assert "overrides.csv, line 2" in err and "KEEP_OVERRIDES=1" in err and "OVERRIDES=" in err
+    assert snapshot(out) == before
+    # Kept on purpose, it is said after the regrade; the same file regraded says it too.
+    args = type("Args", (), {"submission": str(fixed), "keep_overrides": True})
+    applying = [Override("b@x.edu", "masking", 12, "agreed in office hours", "overrides.csv, line 2")]
+    assert cli.kept_overrides("bob", applying, args).startswith("still overridden: bob: masking set to 12")
+    args.submission, args.keep_overrides = None, False
+    assert "delete their line(s)" in cli.kept_overrides("bob", applying, args)
+    # Dropped: an overrides file without bob's line; the fixed file gets its full grade, no mark.
+    empty = overrides_file(tmp_path / "overrides.csv")
+    done = subprocess.run([sys.executable, "-m", "grader", "regrade", "bob", "--out", str(out), "--submission",
+                           str(fixed), "--overrides", str(empty), "--time-limit", "60"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    grades = {row["submission"]: row for row in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}
+    assert grades["bob"]["total"] == f"{TOTAL_POINTS:g}" and "override" not in grades["bob"]
+    assert {row[0]: row[-1] for row in rows_of(out / "canvas_grades.csv")[2:]}["Bob B"] == f"{TOTAL_POINTS:g}"
+    assert "still overridden" not in done.stdout
