@@ -301,3 +301,16 @@ def test_a_regrade_from_a_fixed_file_over_an_override_is_an_explicit_choice(grad
     assert grades["bob"]["total"] == f"{TOTAL_POINTS:g}" and "override" not in grades["bob"]
     assert {row[0]: row[-1] for row in rows_of(out / "canvas_grades.csv")[2:]}["Bob B"] == f"{TOTAL_POINTS:g}"
     assert "still overridden" not in done.stdout
+
+
+def test_keep_overrides_is_a_make_knob_of_regrade(tmp_path):
+    from tests.kit.project import kit_project, shell_env
+
+    project = kit_project(tmp_path / "kit")
+    dry = subprocess.run(["make", "-n", "regrade", "STUDENT=bob", "SUBMISSION=fixed.py", "KEEP_OVERRIDES=1"],
+                         cwd=project, capture_output=True, text=True, timeout=60, env=shell_env())
+    assert dry.returncode == 0, dry.stderr
+    assert "--submission fixed.py" in dry.stdout and "--keep-overrides" in dry.stdout
+    plain = subprocess.run(["make", "-n", "regrade", "STUDENT=bob"], cwd=project, capture_output=True, text=True,
+                           timeout=60, env=shell_env())
+    assert "--keep-overrides" not in plain.stdout
