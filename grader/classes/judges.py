@@ -25,6 +25,8 @@ import sys
 import threading
 from multiprocessing import connection, forkserver, process
 
+from grader import stopping
+
 PR_SET_PDEATHSIG = 1
 MIN_SUBMISSIONS_PER_JUDGE = 8  # below this a second judge's start-up (its own fork server) does not pay
 
@@ -172,6 +174,8 @@ def _grade_taken(items, grade, threads, deliver, stop=None):
         while not (stop is not None and stop.is_set()) and (item := items.take()) is not None:
             try:
                 text = grade(item).text
+            except stopping.Stopped:  # the run is being stopped: nothing more is graded or delivered
+                return
             except Exception:  # noqa: BLE001 - see above
                 continue
             deliver(item[0], text)

@@ -318,3 +318,11 @@ def sweep_uid(uid, folders=SHARED_FOLDERS):
 
 def running_as_root():
     return os.geteuid() == 0
+
+
+def leave_process_group():
+    """Start a session of its own (a process that leads its group already keeps its group)."""
+    try:
+        os.setsid()
+    except OSError:
+        pass

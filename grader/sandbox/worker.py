@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch  # noqa: F401 - preloaded in the fork server so workers start warm
 
+from grader import stopping
 from grader.paths import ROOT
 from grader.sandbox import cgroups, processes, seal, seccomp
 from grader.sandbox.servers import _fork_server_pid, context
@@ -233,6 +234,9 @@ def worker_main(conn, spec):
         return
     if request.get("op") != "load":
         return
+    # Said before any student code runs: a worker that dies before the judge reads this was lost by the
+    # grader (a stopped run, the machine), never by the student, and its submission gets another worker.
+    send(dumps({"received": True}))
     chunks = [Chunk(**{key: bytes(value).decode("utf-8") if isinstance(value, memoryview) else value
                        for key, value in fields.items()}) for fields in request["chunks"]]
     try:
@@ -302,7 +306,7 @@ class _Sealed:
             self.cgroup = cgroups.Cgroup.create(config.memory_limit + headroom, PROCESS_LIMIT)
         nodes, folders = seal.cuda_devices() if config.device.startswith("cuda") else ((), ())
         try:
-            bpf = seccomp.program(unix_sockets=config.device.startswith("cuda"))
+            bpf = seccomp.program(unix_sockets=config.device.startswith("cuda"), basic=self.mode == "basic")
         except seccomp.SeccompUnavailable:
             bpf = b""
         spec = {"mode": self.mode, "uid": self.uid, "cgroup": self.cgroup, "bpf": bpf, "device": config.device,
@@ -618,23 +622,40 @@ class WorkerTransport:
                          private_uid and processes.running_as_root())
         if self.REQUIRE_SANDBOX and not protections().complete:
             raise seal.SandboxError(protections().summary())
-        self.worker, self.setup_seconds = _acquire(config)
-        self.protections = self.worker.report
-        self.process, self.conn, self.uid = self.worker.process, self.worker.conn, self.worker.uid
-        self.poller = select.poll()  # one poll object per worker: a selector per answer costs more than the answer
-        self.poller.register(self.conn.fileno(), select.POLLIN)
-        self.deadline = time.monotonic() + time_limit
         fields = [{key: value.encode("utf-8") if key in ("source", "original") and isinstance(value, str) else value
                    for key, value in dataclasses.asdict(chunk).items()} for chunk in chunks]
-        try:
-            self.conn.send_bytes(wire.dumps({"op": "load", "name": Path(path).name, "chunks": fields}))
-        except OSError:
-            self._fail("receiving your file")
+        load = wire.dumps({"op": "load", "name": Path(path).name, "chunks": fields})
+        for attempt in range(SEAL_ATTEMPTS):
+            if self._hand_over(config, load, time_limit):
+                break
+            if attempt == SEAL_ATTEMPTS - 1:  # not the student's doing: a regradable zero (grader.classes.bulk)
+                raise seal.SandboxError(f"{SEAL_ATTEMPTS} workers in a row ended before the file reached them, "
+                                        "before any of its code ran")
         hello = self._receive("loading your file")
         # The report comes from the student's process (json may be patched there): bounded, cleaned.
         fatal, problems = hello.get("fatal"), hello.get("problems")
         self.fatal = wire.clean_text(str(fatal), 600) if fatal else None
         self.problems = capped_texts(problems if isinstance(problems, list) else [])
+
+    def _hand_over(self, config, load, time_limit):
+        """A sealed worker, sent the file and sure to have received it (its receipt comes before any of the
+        file's code runs): True. False when the worker ended before that, which no student code caused."""
+        self.worker, waited = _acquire(config)
+        self.setup_seconds += waited
+        self.protections = self.worker.report
+        self.process, self.conn, self.uid = self.worker.process, self.worker.conn, self.worker.uid
+        self.poller = select.poll()  # one poll object per worker: a selector per answer costs more than the answer
+        self.poller.register(self.conn.fileno(), select.POLLIN)
+        self.deadline = time.monotonic() + time_limit
+        try:
+            self.conn.send_bytes(load)
+            if self._receive("receiving your file").get("received") is True:
+                return True
+        except (StudentUnavailable, OSError):
+            stopping.check()  # a stopped run: nothing to retry
+        self.close()
+        self.dead = self.limit = None
+        return False
 
     def begin_step(self, seconds):
         self.time_limit = seconds
@@ -665,6 +686,9 @@ class WorkerTransport:
                            "(an infinite loop, or work that grows too fast?)", Limit.TIME)
             if self.poller.poll(math.ceil(1000 * min(remaining, WATCH_INTERVAL))):
                 return  # an answer, or the worker's end closed (recv_bytes then says which)
+            if stopping.requested():  # the run is being stopped: this submission is left for the next run
+                self.close()
+                stopping.check()
             memory, cpu = self.worker.usage()
             if (memory is not None and memory > self.memory_limit) or self.worker.out_of_memory():
                 self._memory_limit(doing)
@@ -702,6 +726,8 @@ class WorkerTransport:
     def _fail(self, doing):
         self.process.join(1.0)
         code = self.process.exitcode
+        # A worker that died as the run was being stopped (every process of the job signalled) is no verdict.
+        stopping.after_death(-code if code is not None and code < 0 else None)
         if self.worker.out_of_memory():  # the kernel killed a process of the submission's cgroup
             self._memory_limit(doing)
         if code is not None and code < 0:

@@ -1,0 +1,86 @@
+"""A run stopped by a signal (Ctrl-C, SIGTERM, SIGHUP) ends cleanly and records nothing it is not sure of.
+
+The command line installs `install()` before it grades. The first signal sets one flag for the whole
+process and raises `Stopped` in the main thread; grading threads see the flag at their next wait
+(`check`), a worker that died at the same moment is never turned into a verdict (`after_death`), and no
+result is written once the flag is set. A second signal ends the process at once (every result already
+written was written atomically, so nothing half-written is left).
+
+The flag is process-wide by nature (a signal is delivered to a process, not to an object); a forked judge
+inherits the handlers and keeps a flag of its own.
+"""
+
+import os
+import signal
+import threading
+
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+# A worker's death by one of these is the run being stopped (the scheduler or the terminal signalling every
+# process of the job) far more often than the student's own code: wait this long for our own signal to arrive
+# before calling it the student's crash.
+DEATH_GRACE_SECONDS = 1.0
+DEATH_SIGNALS = frozenset(int(number) for number in (*SIGNALS, signal.SIGKILL))
+
+_requested = threading.Event()
+_received = [None]  # the signal's number
+
+
+class Stopped(BaseException):
+    """Grading was stopped by a signal: nothing under way is recorded. A BaseException, like
+    KeyboardInterrupt, so that no check's `except Exception` can turn it into a test failure."""
+
+    def __init__(self, number=None):
+        number = number if number is not None else _received[0]
+        self.number = number
+        self.graded, self.total = None, None  # set by whoever knows (classes.bulk.grade_class)
+        super().__init__(name_of(number))
+
+    @property
+    def exit_code(self):
+        return 128 + self.number if self.number else 130
+
+
+def name_of(number):
+    try:
+        return signal.Signals(number).name
+    except (ValueError, TypeError):
+        return "a signal"
+
+
+def requested():
+    return _requested.is_set()
+
+
+def check():
+    """Raise Stopped when the run is being stopped (call before recording anything)."""
+    if _requested.is_set():
+        raise Stopped()
+
+
+def after_death(signal_number):
+    """Called when a worker died of `signal_number` (None for an exit): Stopped when the run is being stopped,
+    so the death is not recorded as the student's. A death by a signal that stops runs waits a moment for
+    this process's own copy of it, which the kernel may deliver a little later."""
+    if signal_number in DEATH_SIGNALS:
+        _requested.wait(DEATH_GRACE_SECONDS)
+    check()
+
+
+def _on_signal(number, frame):
+    if _requested.is_set():  # a second signal: the user insists
+        os._exit(128 + number)
+    _received[0] = number
+    _requested.set()
+    raise Stopped(number)
+
+
+def install():
+    """Handle SIGINT, SIGTERM and SIGHUP as a clean stop (main thread only)."""
+    for number in SIGNALS:
+        signal.signal(number, _on_signal)
+
+
+def reset():
+    """Forget a stop (tests that stop a run in-process, then grade again)."""
+    _requested.clear()
+    _received[0] = None

@@ -1,0 +1,129 @@
+"""A class run stopped at any moment (Ctrl-C, SIGTERM, SIGHUP, kill -9) records no verdict it is not sure of.
+
+Before: a Ctrl-C sent to the process group killed the workers with the judges, and the submissions under
+way were saved as "your code's process exited (exit code 0) ... remove sys.exit", kept by the next run as
+"already graded and unchanged". Now the workers are out of the terminal's group, a stopped run records
+nothing under way, says in one line how far it got, and the same command resumes; the final grades.csv is
+byte-identical to an uninterrupted run's, and every result saved in between is the uninterrupted verdict.
+"""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from grader.faults.samples import synthetic_class
+from grader.judging import results_json as results_io
+from grader.judging.judge import Options, grade_submission
+from grader.paths import ROOT
+from grader.sandbox import worker
+
+COUNT = 16  # two judge processes at --jobs 4: the forked judges are stopped too
+SEED = 20261126
+# A step that hangs (its time limit is where an interruption most often lands) and a genuine exit, whose
+# verdict must survive every interruption unchanged.
+HANG = "\n\ndef causal_mask(context_length):\n    while True:\n        pass\n"
+EXIT = "\n\nimport sys\n\ndef attention_scores(queries, keys):\n    sys.exit(0)\n"
+GRADE = ("grade", "--jobs", "4", "--time-limit", "2")
+
+
+def run(classroom, out):
+    return subprocess.run([sys.executable, "-m", "grader", *GRADE[:1], str(classroom), "--out", str(out),
+                           *GRADE[1:]], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def classroom(tmp_path_factory, clean):
+    folder = tmp_path_factory.mktemp("class")
+    for name, text in synthetic_class(clean, COUNT - 2).items():
+        (folder / name).write_text(text)
+    (folder / "student_hangs.py").write_text(clean + HANG)
+    (folder / "student_exits.py").write_text(clean + EXIT)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(classroom, tmp_path_factory):
+    out = tmp_path_factory.mktemp("whole")
+    began = time.monotonic()
+    done = run(classroom, out)
+    assert done.returncode == 0, done.stderr
+    return out, time.monotonic() - began
+
+
+def verdicts(out):
+    """name -> [(test, points, limit)] of every results file in OUT."""
+    found = {}
+    for path in sorted((out / "results").glob("*.json")):
+        result = results_io.read_results_json(path)
+        found[result.name] = [(test.name, test.score, test.limit) for test in result.tests]
+    return found
+
+
+def stop_at(classroom, out, number, delay):
+    """Start a class run in its own process group, signal the whole group after `delay` s (as a terminal's
+    Ctrl-C does); the finished process."""
+    process = subprocess.Popen([sys.executable, "-m", "grader", *GRADE[:1], str(classroom), "--out", str(out),
+                                *GRADE[1:]], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        process.wait(timeout=delay)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, number)
+    stdout, stderr = process.communicate(timeout=120)
+    return process.returncode, stdout, stderr
+
+
+def test_a_run_stopped_at_random_moments_resumes_to_the_uninterrupted_grades(classroom, uninterrupted, tmp_path):
+    whole, seconds = uninterrupted
+    expected = verdicts(whole)
+    assert any(limit for tests in expected.values() for _, _, limit in tests), "the class has no hang or exit"
+    moments = random.Random(SEED)
+    out = tmp_path / "out"
+    stops = 0
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL) * 2:
+        delay = moments.uniform(0.5, seconds)
+        code, _, stderr = stop_at(classroom, out, number, delay)
+        if code == 0:  # it finished before the signal: grading is complete already
+            break
+        stops += 1
+        where = f"{signal.Signals(number).name} after {delay:.1f} s"
+        if number != signal.SIGKILL:
+            assert code == 128 + number, f"{where}: exit {code}\n{stderr}"
+            assert "Traceback" not in stderr, f"{where}: a traceback\n{stderr}"
+            assert "the same command grades the rest" in stderr, f"{where}: {stderr}"
+        saved = verdicts(out)
+        for name, tests in saved.items():  # whatever was saved is the verdict an uninterrupted run gives
+            assert tests == expected[name], f"{where}: {name} was saved with a verdict of the interruption"
+    assert stops >= 4, "too few runs were stopped midway"
+    done = run(classroom, out)
+    assert done.returncode == 0, done.stderr
+    assert (out / "grades.csv").read_bytes() == (whole / "grades.csv").read_bytes()
+    assert verdicts(out) == expected
+
+
+def test_a_worker_lost_before_the_file_reached_it_is_no_verdict(tmp_path, suite, clean, monkeypatch):
+    """Before: a worker that ended before receiving the file (the machine, another run) was recorded as
+    'your code's process exited/crashed while receiving your file'. Now the file gets another worker."""
+    acquire, lost = worker._acquire, []
+
+    def acquire_then_lose(config):
+        sealed, waited = acquire(config)
+        if len(lost) < 2:  # the first two workers end before the file reaches them
+            sealed.wait_sealed()
+            os.kill(sealed.process.pid, signal.SIGTERM)
+            sealed.process.join(5)
+            lost.append(sealed.process.pid)
+        return sealed, waited
+
+    monkeypatch.setattr(worker, "_acquire", acquire_then_lose)
+    path = tmp_path / "correct.py"
+    path.write_text(clean)
+    result = grade_submission(path, "correct", suite, Options.of(step_seconds=10))
+    assert len(lost) == 2
+    assert all(test.score == test.max_score for test in result.tests), [
+        (test.name, test.output) for test in result.tests if test.score < test.max_score]
