@@ -1,5 +1,6 @@
 """Turn the PATH given to `grade` into named submission files: a file, a folder or a zip."""
 
+import os
 import re
 import stat
 import struct
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from grader.check.loader import MAX_NOTEBOOK_BYTES
 from grader.classes import lms_names
+from grader.paths import SOLUTION
 from grader.text import clean, safe_name
 
 SUFFIXES = (".py", ".ipynb")
@@ -27,6 +29,7 @@ class Collected:
     rejected: list = field(default_factory=list)  # (name, message): a student whose only file cannot be graded
     origins: dict = field(default_factory=dict)  # submission name -> lms_names.Origin (LMS downloads only)
     temporary: object = None
+    unpacked_not: dict = field(default_factory=dict)  # zip member's Path -> why it could not be unpacked
 
     def cleanup(self):
         if self.temporary is not None:
@@ -38,7 +41,8 @@ class UsageError(Exception):
 
 
 def collect(path, zip_encoding=None):
-    """Submissions under `path`. A folder holds files, or one folder per student.
+    """Submissions under `path`: a file, a folder or a zip of a class, read by its structure (see
+    `_collect_folder`) whatever folders wrap it.
 
     `zip_encoding`: the code page for zip member names that are neither flagged UTF-8 nor valid UTF-8
     (default cp437, the ZIP standard's; see `member_name`)."""
@@ -49,19 +53,18 @@ def collect(path, zip_encoding=None):
     if path.is_file() and path.suffix == ".zip":
         collected.temporary = tempfile.TemporaryDirectory(prefix="grade-zip-")
         folder = Path(collected.temporary.name)
-        _extract(path, folder, collected, zip_encoding or DEFAULT_ZIP_ENCODING)
-        entries = [e for e in folder.iterdir() if not e.name.startswith((".", "__"))]
-        if len(entries) == 1 and entries[0].is_dir():  # a zip of one folder of submissions
-            folder = entries[0]
+        try:
+            _extract(path, folder, collected, zip_encoding or DEFAULT_ZIP_ENCODING)
+        except UsageError:
+            collected.cleanup()
+            raise
         _collect_folder(folder, collected)
-        _name_by_lms(folder, collected)
     elif path.is_file():
         if path.suffix not in SUFFIXES:
             raise UsageError(f"{path} is not a .py, .ipynb or .zip file")
         collected.submissions.append((safe_name(path.stem), path))
     elif path.is_dir():
         _collect_folder(path, collected)
-        _name_by_lms(path, collected)
     else:
         raise UsageError(f"{path} is neither a file nor a folder")
     collected.submissions = _named_apart(collected.submissions, collected.problems)
@@ -101,6 +104,163 @@ def _named_apart(entries, problems):
     return named
 
 
+# --- whose file is it: the structure of a class folder ------------------------------------------------------------
+EXERCISE = SOLUTION.stem  # the name of the file students are given ("attention")
+RENAMED = re.compile(r"(-\d+| ?\(\d+\))$")  # Canvas's `attention-1` for a resubmission, a browser's `attention (1)`
+
+
+class _Tree:
+    """Where the code files of a folder are: per folder (a tuple of names below the top), the code files
+    directly in it and its subfolders holding code, at any depth. Files that could not be unpacked from a
+    zip count too: they still say whose folder is whose."""
+
+    def __init__(self, files):
+        self.direct, self.folders = {}, {}
+        for parts in files:
+            for depth in range(len(parts) - 1):
+                self.folders.setdefault(parts[:depth], set()).add(parts[depth])
+            self.direct.setdefault(parts[:-1], []).append(parts)
+
+    def files(self, prefix):
+        return sorted(self.direct.get(prefix, []))
+
+    def subfolders(self, prefix):
+        return sorted(self.folders.get(prefix, ()))
+
+
+def _code_files(top, collected):
+    """The code files under `top` (not hidden, not links, not in `__MACOSX`-like folders) and the zip
+    members that could not be unpacked, as tuples of names below `top`."""
+    found = set()
+    for folder, folders, files in os.walk(top):
+        folders[:] = [name for name in folders if not name.startswith((".", "__"))
+                      and not os.path.islink(os.path.join(folder, name))]
+        below = Path(folder).relative_to(top).parts
+        found.update(below + (name,) for name in files if Path(name).suffix in SUFFIXES
+                     and not name.startswith((".", "__")) and not os.path.islink(os.path.join(folder, name)))
+    for path in collected.unpacked_not:
+        parts = path.relative_to(top).parts
+        if not any(part.startswith((".", "__")) for part in parts):
+            found.add(parts)
+    return found
+
+
+def _exercise_named(filename):
+    return RENAMED.sub("", Path(filename).stem).casefold() == EXERCISE.casefold()
+
+
+def _holds_a_class(tree, top, prefix):
+    """True when the folder `prefix` holds several students' work, or an LMS download; False when it may
+    be one student's folder (one exercise file, or a few files one of which is the exercise's)."""
+    if (top.joinpath(*prefix) / lms_names.GRADESCOPE_METADATA).is_file():
+        return True
+    subfolders, names = tree.subfolders(prefix), [parts[-1] for parts in tree.files(prefix)]
+    if len(subfolders) > 1 or any(lms_names.parse_moodle_folder(name) for name in subfolders):
+        return True
+    if any(lms_names.parse_canvas_name(name) or lms_names.parse_moodle_file(name) for name in names):
+        return True
+    return len(names) > 1 and not any(_exercise_named(name) for name in names)  # a teacher's alice.py, bob.py
+
+
+def _class_root(tree, top):
+    """The folder the class starts at: below every folder that only wraps it (a zip's single top folder,
+    `Submissions/Week 3/`), whatever their number, so that its students are not taken for one. A chain
+    of folders around one student's file ends at the folder that holds it: that folder is the student."""
+    def metadata(prefix):
+        return (top.joinpath(*prefix) / lms_names.GRADESCOPE_METADATA).is_file()
+
+    if metadata(()) or tree.files(()) or len(tree.subfolders(())) != 1:
+        return ()
+    end = (tree.subfolders(())[0],)
+    while not metadata(end) and not tree.files(end) and len(tree.subfolders(end)) == 1:
+        end += (tree.subfolders(end)[0],)
+    return end if _holds_a_class(tree, top, end) else end[:-1]
+
+
+def _collect_folder(top, collected):
+    """Submissions of the class under `top`: a folder of files (one per student), one folder per student,
+    or an LMS download (Canvas, Moodle, Gradescope; named by `_name_by_lms`), under any number of folders
+    that only wrap it. Two students are never graded as one: a student folder whose code lies in several
+    folders is graded apart, folder by folder (`_student`), and said."""
+    tree = _Tree(_code_files(top, collected))
+    root = _class_root(tree, top)
+    for depth in range(len(root) + 1):  # what the class root and the folders wrapping it hold besides code
+        _note_not_code(top, root[:depth], tree, collected, keep=root[depth] if depth < len(root) else None)
+    folder = top.joinpath(*root)
+    for parts in tree.files(root):
+        path = top.joinpath(*parts)
+        if path in collected.unpacked_not:
+            collected.rejected.append((_owner(parts[-1]), collected.unpacked_not[path]))
+        else:
+            collected.submissions.append((safe_name(path.stem), path))
+    for name in tree.subfolders(root):
+        _student(tree, top, root + (name,), _student_name(name), collected, clean(name))
+    _name_by_lms(folder, collected)
+
+
+def _student_name(folder_name):
+    moodle = lms_names.parse_moodle_folder(folder_name)
+    return moodle.name if moodle else safe_name(folder_name)
+
+
+def _student(tree, top, prefix, name, collected, label):
+    """One student's folder: the code of one folder is theirs (`_choose`). Code in several folders (two
+    students in a `Week 3/` folder, or one student's versions) is graded apart, each folder under its own
+    name, and said: never merged into one grade."""
+    node = prefix
+    while not tree.files(node) and len(tree.subfolders(node)) == 1:  # `submission_502/work/attention.ipynb`
+        node += (tree.subfolders(node)[0],)
+    files, subfolders = tree.files(node), tree.subfolders(node)
+    if not subfolders:
+        _choose(top, files, name, collected, label)
+        return
+    groups = ([node] if files else []) + [node + (sub,) for sub in subfolders]
+    names = [name if group == node else f"{name}-{safe_name(group[-1])}" for group in groups]
+    collected.problems.append(f"{label}: code files in {len(groups)} folders; graded apart as {', '.join(names)}, "
+                              "so that two students are never graded as one (if they are one student's versions, "
+                              "keep one and regrade)")
+    for group, group_name in zip(groups, names):
+        if group == node:
+            _choose(top, files, group_name, collected, label)
+        else:
+            _student(tree, top, group, group_name, collected, f"{label}/{clean(group[-1])}")
+
+
+def _choose(top, files, name, collected, label):
+    """The file graded for a student among the code files of their folder: the exercise's file first
+    (`attention.py` before `attention.ipynb`), and which one is said when there were several."""
+    ranked = sorted(files, key=lambda parts: (not _exercise_named(parts[-1]), Path(parts[-1]).suffix != ".py",
+                                              parts[-1]))
+    path = top.joinpath(*ranked[0])
+    if path in collected.unpacked_not:
+        collected.rejected.append((name, collected.unpacked_not[path]))
+    else:
+        collected.submissions.append((name, path))
+    if len(ranked) > 1:
+        collected.problems.append(f"{label}: several code files; graded {clean(ranked[0][-1])}, not "
+                                  + ", ".join(clean(parts[-1]) for parts in ranked[1:]))
+
+
+def _note_not_code(top, prefix, tree, collected, keep=None):
+    """Notes for what a folder of the class's top levels holds besides code: links, other files, folders
+    without code (`keep`: the folder the class goes on in)."""
+    folder = top.joinpath(*prefix)
+    if not folder.is_dir():  # only files that could not be unpacked were there
+        return
+    holding = set(tree.subfolders(prefix))
+    for entry in sorted(folder.iterdir()):
+        label = clean("/".join(prefix + (entry.name,)))
+        if entry.name.startswith((".", "__")) or entry.name == keep:
+            continue
+        if entry.is_symlink():  # it could point anywhere: at another student's file, or the hidden tests
+            collected.problems.append(f"{label}: a symbolic link; skipped (submit the file itself)")
+        elif entry.is_dir() and entry.name not in holding:
+            collected.problems.append(_not_code_note(entry)
+                                      or f"{label}: no .py or .ipynb file inside; nothing to grade")
+        elif entry.is_file() and entry.suffix not in SUFFIXES:
+            collected.problems.append(_not_code_note(entry) or f"{label}: not a .py or .ipynb file; skipped")
+
+
 def _name_by_lms(folder, collected):
     """Name each submission by its student in an LMS download (Canvas, Moodle, Gradescope; see lms_names),
     and keep where it came from in `collected.origins` (by path until `collect` re-keys it by name)."""
@@ -113,10 +273,16 @@ def _name_by_lms(folder, collected):
             return
         names = {safe_name(key): lms_names.gradescope_name(who) for key, who in people.items() if who}
         origins = {safe_name(key): lms_names.gradescope_origin(who) for key, who in people.items() if who}
+
+        def renamed(name):  # `submission_501`, or `submission_501-work` for a folder graded apart
+            key = next((key for key in names if name == key or name.startswith(f"{key}-")), None)
+            return names[key] + name[len(key):] if key else name
+
         for name, path in collected.submissions:
             if name in origins:
                 collected.origins[path] = origins[name]
-        collected.submissions = [(names.get(name, name), path) for name, path in collected.submissions]
+        collected.submissions = [(renamed(name), path) for name, path in collected.submissions]
+        collected.rejected = [(renamed(name), why) for name, why in collected.rejected]
         collected.problems = [p for p in collected.problems if not p.startswith(f"{metadata.name}:")]
         return
     top_level = [path.name for _, path in collected.submissions if path.parent == folder]
@@ -134,13 +300,13 @@ def _name_by_lms(folder, collected):
         files.setdefault((origin.key, origin.student), []).append((name, origin, path))
     named = []
     for group in files.values():
-        group.sort(key=lambda item: (re.sub(r"-\d+$", "", Path(item[1].original).stem) != "attention",
-                                     item[2].suffix != ".py", item[2].name))
+        group.sort(key=lambda item: (not _exercise_named(item[1].original), item[2].suffix != ".py", item[2].name))
         name, origin, path = group[0]
         named.append((name, path))
         collected.origins[path] = origin
         if len(group) > 1:
-            collected.problems.append(f"{name}: several code files; graded {origin.original}")
+            collected.problems.append(f"{name}: several code files; graded {origin.original}, not "
+                                      + ", ".join(item[1].original for item in group[1:]))
     collected.submissions = named
 
 
@@ -173,42 +339,11 @@ def _not_code_note(entry):
     return None
 
 
-def _collect_folder(folder, collected):
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith((".", "__")):
-            continue
-        if entry.is_symlink():  # it could point anywhere: at another student's file, or the hidden tests
-            collected.problems.append(f"{clean(entry.name)}: a symbolic link; skipped (submit the file itself)")
-        elif entry.is_file() and entry.suffix in SUFFIXES:
-            collected.submissions.append((safe_name(entry.stem), entry))
-        elif entry.is_dir():
-            files = sorted(p for p in entry.rglob("*") if p.suffix in SUFFIXES and not p.is_symlink() and p.is_file()
-                           and not any(part.startswith((".", "__")) for part in p.relative_to(entry).parts))
-            if len(files) == 1:
-                collected.submissions.append((safe_name(entry.name), files[0]))
-            elif files:
-                preferred = [p for p in files if p.name in ("attention.py", "attention.ipynb")]
-                choice = preferred[0] if preferred else files[0]
-                collected.submissions.append((safe_name(entry.name), choice))
-                collected.problems.append(f"{clean(entry.name)}: several code files; graded "
-                                          f"{clean(choice.relative_to(entry))}")
-            else:
-                collected.problems.append(_not_code_note(entry)
-                                          or f"{clean(entry.name)}: no .py or .ipynb file inside; nothing to grade")
-        elif entry.is_file():
-            collected.problems.append(_not_code_note(entry)
-                                      or f"{clean(entry.name)}: not a .py or .ipynb file; skipped")
-
-
-def _owner(name):
-    """The student a zip member belongs to: its top folder, or its own name at the top level, named
-    as the LMS download names them (a Canvas file, a Moodle folder)."""
-    parts = Path(name).parts
-    if len(parts) > 1:
-        moodle = lms_names.parse_moodle_folder(parts[0])
-        return moodle.name if moodle else safe_name(parts[0])
-    lms = lms_names.parse_canvas_name(name) or lms_names.parse_moodle_file(name)
-    return lms.name if lms else safe_name(Path(name).stem)
+def _owner(filename):
+    """The student a file at the top of a class belongs to: named as an LMS download names them (a Canvas
+    or flat Moodle file), else by the file's own name."""
+    lms = lms_names.parse_canvas_name(filename) or lms_names.parse_moodle_file(filename)
+    return lms.name if lms else safe_name(Path(filename).stem)
 
 
 DEFAULT_ZIP_ENCODING = "cp437"  # what the ZIP standard (APPNOTE 4.4.4) says unflagged names are
@@ -252,11 +387,14 @@ def _unicode_path(extra, raw):
 
 
 def _extract(archive, folder, collected, encoding=DEFAULT_ZIP_ENCODING):
-    """Extract a zip defensively: no paths outside `folder`, no links, bounded size and count.
+    """Extract a zip defensively: no paths outside `folder`, no links, bounded size and count, nothing
+    written over another member.
 
-    Sizes in a zip's headers can lie, so bytes are counted as they are unpacked.
-    A member that cannot be unpacked costs only itself; when it was the student's
-    code, that student is listed in `collected.rejected` with the reason."""
+    Sizes in a zip's headers can lie, so bytes are counted as they are unpacked. A member that cannot
+    be unpacked costs only itself: it is kept in `collected.unpacked_not` with the reason, and the
+    student whose file it was gets a zero row with it. Two members under one path (a zip may hold that;
+    unzip tools keep one, most the last) are graded once when they are the same file, and refused by
+    name when they differ: which one the student meant cannot be told."""
     problems = collected.problems
     try:
         with zipfile.ZipFile(archive) as zipped:
@@ -265,8 +403,10 @@ def _extract(archive, folder, collected, encoding=DEFAULT_ZIP_ENCODING):
                 problems.append(f"{archive.name}: holds {len(members)} files; only the first "
                                 f"{MAX_ZIP_MEMBERS} were considered")
                 members = members[:MAX_ZIP_MEMBERS]
+            members = _without_duplicates(archive, members, encoding, problems)
             left = MAX_ZIP_TOTAL
             guessed = 0
+            collisions = []
             for info in members:
                 name, was_guessed = member_name(info, encoding)
                 guessed += was_guessed
@@ -276,27 +416,31 @@ def _extract(archive, folder, collected, encoding=DEFAULT_ZIP_ENCODING):
                     continue
                 if info.is_dir():
                     continue
+                target = folder.joinpath(*parts)
                 code = Path(name).suffix in SUFFIXES
                 if name.endswith(".zip"):
                     why = f"{name} is a zip inside the zip; unzip it and submit the files it holds"
                     problems.append(f"{archive.name}: skipped nested archive {name!r}; unzip it and submit the files")
-                    collected.rejected.append((_owner(name), why))
+                    collected.unpacked_not[target] = why
                     continue
                 if info.file_size > MAX_ZIP_MEMBER or info.file_size > MAX_ZIP_RATIO * max(info.compress_size, 1):
                     why = (f"{name} unpacks to {info.file_size / 1e6:.1f} MB from {info.compress_size / 1e3:.1f} kB: "
                            "far larger than any code file; submit the source only")
                     problems.append(f"{archive.name}: skipped {name!r} (too large once unpacked)")
                     if code:
-                        collected.rejected.append((_owner(name), why))
+                        collected.unpacked_not[target] = why
                     continue
                 if left <= 0:
                     problems.append(f"{archive.name}: stopped unpacking at {name!r} (archive too large)")
                     break
-                problem = _extract_member(zipped, info, folder.joinpath(*parts), min(MAX_ZIP_MEMBER, left))
+                if target.is_file():  # another member's name, as this file system sees it (case, Unicode forms)
+                    collisions.append(name)
+                    continue
+                problem = _extract_member(zipped, info, target, min(MAX_ZIP_MEMBER, left))
                 if isinstance(problem, str):
                     problems.append(f"{archive.name}: skipped {name!r} ({problem})")
                     if code:
-                        collected.rejected.append((_owner(name), f"{name} could not be unpacked: {problem}"))
+                        collected.unpacked_not[target] = f"{name} could not be unpacked: {problem}"
                 else:
                     left -= problem
             if guessed:
@@ -304,6 +448,36 @@ def _extract(archive, folder, collected, encoding=DEFAULT_ZIP_ENCODING):
                                 f"{encoding} (if names look wrong, set ZIP_ENCODING, e.g. cp850, cp866, cp932, gbk)")
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as error:
         raise UsageError(f"{archive} is not a valid zip file ({error}); re-download it and try again") from None
+    if collisions:
+        raise UsageError(f"{archive.name}: {', '.join(map(repr, collisions))} would be unpacked over another file of "
+                         "the zip (names that differ only in case or Unicode form): which one the student meant "
+                         "cannot be told; unzip it on a case-sensitive file system, keep the right files and grade "
+                         "the folder")
+
+
+def _without_duplicates(archive, members, encoding, problems):
+    """The members, each path once: a path held twice by the same file (same size and CRC) is unpacked
+    once and said; a path held by different files refuses the zip, naming each path (UsageError)."""
+    by_path = {}
+    for info in members:
+        if not info.is_dir():
+            by_path.setdefault(Path(member_name(info, encoding)[0]).parts, []).append(info)
+    refused, skipped = [], set()
+    for parts, infos in by_path.items():
+        if len(infos) < 2:
+            continue
+        name = "/".join(parts)
+        if len({(info.CRC, info.file_size) for info in infos}) == 1:
+            problems.append(f"{archive.name}: holds {name!r} twice or more (the same file each time); graded once")
+        else:
+            refused.append(f"{len(infos)} different files named {name!r}")
+        skipped.update(id(info) for info in infos[1:])
+    if refused:
+        raise UsageError(f"{archive.name} holds {'; '.join(refused)}: unzip tools keep only one (most the last), and "
+                         "which one the student meant cannot be told, so nothing was graded. Ask the student or "
+                         "re-download the zip; to grade the rest now, unzip it, keep the right file and grade the "
+                         "folder")
+    return [info for info in members if id(info) not in skipped]
 
 
 def _extract_member(zipped, info, target, limit):

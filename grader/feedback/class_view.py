@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from grader.chapter import BY_KEY, STEP_KEYS
 from grader.check.causes import CAUSES
-from grader.feedback import diagnosis
+from grader.feedback import diagnosis, page
 from grader.sandbox.limits import Limit
 from grader.text import clean
 from grader.text import html as esc
@@ -59,9 +59,23 @@ def who(name, record):
     return clean(display), clean(ident)
 
 
+def not_graded(submission):
+    """Why a file could not be graded at all (empty, binary, not a notebook, not unpacked), in the words of
+    its feedback page's loading problems; None for a file that was graded. Such a file has that problem as
+    the message of every check (judging.model.zero_result)."""
+    errors, _ = page.loading_problems({"problems": submission.problems})
+    tests = submission.tests
+    if errors and tests and all(t["score"] == 0 and str(t.get("output", "")).startswith(tuple(errors)) for t in tests):
+        return errors[0]
+    return None
+
+
 def what_went_wrong(submission, maxima):
-    """Short phrases: per step that lost points its diagnosed cause (or 'not done', or 'no known cause'),
-    then limits hit and files that did not load."""
+    """Short phrases: why the file was not graded at all, or per step that lost points its diagnosed cause
+    (or 'not done', or 'no known cause'), then limits hit and files that did not load."""
+    why = not_graded(submission)
+    if why:
+        return [f"not graded: {why}"]
     phrases = []
     for key in STEP_KEYS:
         top = maxima.get(key) or 0
@@ -94,7 +108,7 @@ def student_rows(submissions, record, maxima):
         rows.append({"submission": submission.name, "name": display, "id": ident, "total": submission.score,
                      "steps": dict(submission.steps), "late": entry.get("late"),
                      "wrong": what_went_wrong(submission, maxima), "overrides": entry.get("overrides") or [],
-                     "load_errors": bool(submission.problems)})
+                     "load_errors": bool(submission.problems) and not not_graded(submission)})
     return rows
 
 
@@ -109,8 +123,13 @@ def check_causes(submissions):
     """{check name: [(cause title, count)]}: the diagnosed cause behind each failure of each check."""
     found = {}
     for submission in submissions:
+        refused = not_graded(submission)
         for test in submission.tests:
             if test["score"] >= test["max_score"]:
+                continue
+            if refused:
+                counts = found.setdefault(test["name"], {})
+                counts["file not graded"] = counts.get("file not graded", 0) + 1
                 continue
             cause, _ = diagnosis.evidence_of(diagnosis.as_record(test))
             if cause is None:

@@ -167,6 +167,8 @@ def undiagnosed(submissions, maxima):
     (worth a look by hand)."""
     found = {}
     for submission in submissions:
+        if class_view.not_graded(submission):  # the whole file: named as such, not step by step
+            continue
         undone = unfinished(submission)
         for key in STEP_KEYS:
             lost = submission.steps.get(key, 0.0) < (maxima.get(key) or 0) - 1e-9
@@ -371,7 +373,11 @@ def actions(submissions, maxima, rates, items, counts, outliers, limit_rows):
     if outliers:
         tips.append(f"{len(outliers)} submission(s) graded unusually slowly (e.g. {outliers[0].name}, "
                     f"{outliers[0].seconds:.1f} s): often a loop where a tensor operation belongs.")
-    unloaded = [s for s in submissions if load_errors(s)]
+    refused = [s for s in submissions if class_view.not_graded(s)]
+    if refused:
+        tips.append(f"{len(refused)} file(s) could not be graded at all (e.g. {class_view.not_graded(refused[0])}): "
+                    "listed below; ask for the file again.")
+    unloaded = [s for s in submissions if load_errors(s) and s not in refused]
     if unloaded:
         tips.append(f"{len(unloaded)} file(s) had parts that did not load (syntax errors, bad notebooks): "
                     "their authors lost points for code that never ran.")

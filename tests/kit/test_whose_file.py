@@ -1,0 +1,259 @@
+"""Whose file is it: every submission goes to its own student, whatever folders wrap a download.
+
+LMS downloads are read by their structure (Canvas flat files, Moodle folders, a Gradescope export's
+metadata, one folder per student) at whatever depth they sit: a teacher's `Week 3/` folder, a zip of
+one top folder, or both. Two students are never graded as one: code in several folders of what looks
+like one student is graded apart and said. A zip holding two different files under one path is refused
+(which one the student meant cannot be told); the same file twice is graded once and said. The cohort
+report names a file that could not be graded at all as its feedback page does.
+
+Most checks call `collect` in-process; one end-to-end run shows the grade that used to be lost.
+"""
+
+import csv
+import html
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from grader.chapter import TOTAL_POINTS
+from grader.classes import lms_names
+from grader.check.loader import SubmissionError, read_chunks
+from grader.classes.submissions import UsageError, collect
+from grader.feedback import class_view, report
+from grader.judging import results_json
+from grader.judging.model import zero_result
+from grader.paths import ROOT
+
+STUDENTS = ("alice", "bob", "carol")
+
+
+def write_tree(root, files):
+    """Write {relative path: text} under `root`; returns root."""
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def zip_tree(archive, files):
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for relative, text in files.items():
+            zipped.writestr(relative, text)
+    return archive
+
+
+def graded(collected):
+    """{submission name: the text of the file graded for it}: who got which file."""
+    return {name: path.read_text(encoding="utf-8") for name, path in collected.submissions}
+
+
+def collect_as(kind, tmp_path, files):
+    """collect() over `files` given as a folder or as a zip of them."""
+    if kind == "folder":
+        return collect(write_tree(tmp_path / "given", files))
+    return collect(zip_tree(tmp_path / "download.zip", files))
+
+
+def teachers_folders(prefix):
+    return {f"{prefix}{student}/attention.py": f"# {student}\n" for student in STUDENTS}
+
+
+# ------------------------------------------------------------------------------------- more folder levels
+
+@pytest.mark.parametrize("kind", ["folder", "zip"])
+@pytest.mark.parametrize("prefix", ["Submissions/Week 3/", "Course/Submissions/Week 3/"],
+                         ids=["two levels", "three levels"])
+def test_a_teachers_week_folder_keeps_one_submission_per_student(tmp_path, kind, prefix):
+    collected = collect_as(kind, tmp_path, teachers_folders(prefix))
+    try:
+        assert graded(collected) == {student: f"# {student}\n" for student in STUDENTS}, collected.problems
+    finally:
+        collected.cleanup()
+
+
+def canvas_download(prefix):
+    return {f"{prefix}doejane_5000_811_attention.py": "# jane\n",
+            f"{prefix}nunezzoe_late_5001_812_attention.py": "# zoe\n",
+            f"{prefix}smithbob_5002_813_attention-1.py": "# bob\n"}
+
+
+def moodle_download(prefix):
+    return {f"{prefix}Jane Doe_700001_assignsubmission_file/attention.py": "# jane\n",
+            f"{prefix}Zoë Núñez_700002_assignsubmission_file_/work/attention.ipynb": "# zoe\n",
+            f"{prefix}Bob Smith_700003_assignsubmission_onlinetext/onlinetext.html": "<p>see file</p>",
+            f"{prefix}Bob Smith_700003_assignsubmission_file/attention.py": "# bob\n"}
+
+
+def gradescope_export(prefix):
+    metadata = "".join(f"submission_{number}:\n  :submitters:\n  - :name: {name}\n    :sid: '{sid}'\n"
+                       f"    :email: {sid.lower()}@example.edu\n"
+                       for number, name, sid in ((501, "Jane Doe", "S01"), (502, "Zoe Nunez", "S02"),
+                                                 (503, "Bob Smith", "S03")))
+    return {f"{prefix}{lms_names.GRADESCOPE_METADATA}": metadata,
+            f"{prefix}submission_501/attention.py": "# jane\n",
+            f"{prefix}submission_502/work/attention.ipynb": "# zoe\n",
+            f"{prefix}submission_503/attention.py": "# bob\n"}
+
+
+LAYOUTS = {
+    "canvas": (canvas_download, {"doejane_5000": ("# jane\n", "5000"), "nunezzoe_5001": ("# zoe\n", "5001"),
+                                 "smithbob_5002": ("# bob\n", "5002")}),
+    "moodle": (moodle_download, {"Jane_Doe_700001": ("# jane\n", "700001"),
+                                 "Zoë_Núñez_700002": ("# zoe\n", "700002"),
+                                 "Bob_Smith_700003": ("# bob\n", "700003")}),
+    "gradescope": (gradescope_export, {"S01": ("# jane\n", "S01"), "S02": ("# zoe\n", "S02"),
+                                       "S03": ("# bob\n", "S03")}),
+}
+
+
+@pytest.mark.parametrize("kind", ["folder", "zip"])
+@pytest.mark.parametrize("prefix", ["", "Week 3/", "Course/Week 3/"], ids=["as downloaded", "one level", "two levels"])
+@pytest.mark.parametrize("lms", sorted(LAYOUTS))
+def test_lms_downloads_are_read_by_their_structure_at_any_depth(tmp_path, kind, prefix, lms):
+    layout, expected = LAYOUTS[lms]
+    collected = collect_as(kind, tmp_path, layout(prefix))
+    try:
+        assert graded(collected) == {name: text for name, (text, _) in expected.items()}, collected.problems
+        assert {name: origin.key for name, origin in collected.origins.items()} == \
+            {name: key for name, (_, key) in expected.items()}
+        assert all(origin.lms == lms for origin in collected.origins.values())
+    finally:
+        collected.cleanup()
+
+
+def test_one_student_in_a_folder_keeps_the_folders_name(tmp_path):
+    for kind in ("folder", "zip"):
+        collected = collect_as(kind, tmp_path / kind, {"class/alice/attention.py": "# alice\n"})
+        try:
+            assert graded(collected) == {"alice": "# alice\n"}
+        finally:
+            collected.cleanup()
+
+
+# ------------------------------------------------------------------------------ two students never one
+
+def test_two_weeks_in_one_folder_are_never_merged(tmp_path):
+    files = {**teachers_folders("Submissions/Week 3/"),
+             **{f"Submissions/Week 4/{s}/attention.py": f"# {s} week 4\n" for s in STUDENTS}}
+    collected = collect_as("folder", tmp_path, files)
+    texts = graded(collected)
+    assert sorted(texts.values()) == sorted(files.values()), collected.problems  # every file graded, once
+    assert texts["Week_3-alice"] == "# alice\n" and texts["Week_4-alice"] == "# alice week 4\n"
+    assert any("Week 3: code files in 3 folders" in problem and "graded apart" in problem
+               for problem in collected.problems), collected.problems
+
+
+def test_a_group_folder_beside_students_is_graded_apart(tmp_path):
+    files = {"class/alice/attention.py": "# alice\n", "class/late ones/bob/attention.py": "# bob\n",
+             "class/late ones/carol/attention.py": "# carol\n"}
+    collected = collect_as("folder", tmp_path, files)
+    assert graded(collected) == {"alice": "# alice\n", "late_ones-bob": "# bob\n", "late_ones-carol": "# carol\n"}
+
+
+def test_a_flat_folder_of_student_files_under_one_more_level(tmp_path):
+    files = {"Week 3/alice.py": "# alice\n", "Week 3/bob.ipynb": "# bob\n", "Week 3/carol.py": "# carol\n"}
+    for kind in ("folder", "zip"):
+        collected = collect_as(kind, tmp_path / kind, {f"Course/{k}": v for k, v in files.items()})
+        try:
+            assert graded(collected) == {s: f"# {s}\n" for s in STUDENTS}, collected.problems
+        finally:
+            collected.cleanup()
+
+
+def test_several_exercise_files_of_one_student_say_which_was_graded(tmp_path):
+    files = {"class/alice/attention.ipynb": "# alice notebook\n", "class/alice/attention.py": "# alice\n",
+             "class/alice/scratch.py": "# alice scratch\n", "class/bob/attention.py": "# bob\n"}
+    collected = collect_as("folder", tmp_path, files)
+    assert graded(collected) == {"alice": "# alice\n", "bob": "# bob\n"}
+    said = [problem for problem in collected.problems if problem.startswith("alice:")]
+    assert said and "graded attention.py" in said[0] and "attention.ipynb" in said[0] and "scratch.py" in said[0]
+
+
+def test_a_file_that_cannot_be_unpacked_is_charged_to_its_own_student(tmp_path):
+    files = {f"Submissions/Week 3/{s}/attention.py": f"# {s}\n" for s in ("alice", "carol")}
+    archive = zip_tree(tmp_path / "class.zip", files)
+    with zipfile.ZipFile(archive, "a", zipfile.ZIP_DEFLATED) as zipped:
+        zipped.writestr("Submissions/Week 3/bob/attention.py", b"#" * (20 << 20))  # far too large once unpacked
+    collected = collect(archive)
+    try:
+        assert graded(collected) == {"alice": "# alice\n", "carol": "# carol\n"}
+        assert [name for name, _ in collected.rejected] == ["bob"]
+    finally:
+        collected.cleanup()
+
+
+# ---------------------------------------------------------------------------------- duplicate zip entries
+
+def zip_with_duplicate(archive, first, second, path="alice/attention.py"):
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("bob/attention.py", "# bob\n")
+        zipped.writestr(path, first)
+        with pytest.warns(UserWarning, match="Duplicate name"):
+            zipped.writestr(path, second)
+    return archive
+
+
+def test_two_different_files_under_one_zip_path_are_refused_by_name(tmp_path):
+    archive = zip_with_duplicate(tmp_path / "class.zip", "# alice, first\n", "# alice, second\n")
+    with pytest.raises(UsageError, match=r"class\.zip holds 2 different files named 'alice/attention\.py'"):
+        collect(archive)
+
+
+def test_the_same_file_twice_in_a_zip_is_graded_once_and_said(tmp_path):
+    archive = zip_with_duplicate(tmp_path / "class.zip", "# alice\n", "# alice\n")
+    collected = collect(archive)
+    try:
+        assert graded(collected) == {"alice": "# alice\n", "bob": "# bob\n"}
+        assert any("'alice/attention.py' twice" in problem for problem in collected.problems), collected.problems
+    finally:
+        collected.cleanup()
+
+
+def test_a_refused_duplicate_stops_the_run_before_grading(tmp_path):
+    archive = zip_with_duplicate(tmp_path / "class.zip", "# alice, first\n", "# alice, second\n")
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(archive), "--out", str(tmp_path / "out")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "'alice/attention.py'" in done.stderr, done.stderr[-2000:]
+    assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+# ------------------------------------------------------------------------------------- end to end, once
+
+def test_a_week_folder_grades_every_student(tmp_path, clean, stub):
+    """The lost grade, end to end: `grade Submissions/` over `Week 3/<student>/attention.py`."""
+    write_tree(tmp_path / "Submissions", {"Week 3/alice/attention.py": clean, "Week 3/bob/attention.py": stub})
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(tmp_path / "Submissions"), "--out", str(out),
+                           "--jobs", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(out / "grades.csv", encoding="utf-8") as stream:
+        totals = {row["submission"]: float(row["total"]) for row in csv.DictReader(stream)}
+    assert totals == {"alice": TOTAL_POINTS, "bob": 0.0}
+
+
+# --------------------------------------------------------------------------- the report names the problem
+
+@pytest.mark.parametrize("name, content", [("empty.py", ""), ("broken.ipynb", "{not json")],
+                         ids=["empty file", "not a notebook"])
+def test_the_report_names_a_file_that_could_not_be_graded(tmp_path, suite, maxima, name, content):
+    (tmp_path / name).write_text(content)
+    with pytest.raises(SubmissionError) as refused:
+        read_chunks(tmp_path / name)
+    why = str(refused.value)  # what the feedback page says: "empty.py is empty...", "... not a valid notebook ..."
+    out = tmp_path / "out"
+    (out / "results").mkdir(parents=True)
+    results_json.write_results_json(zero_result("someone", None, suite, why), maxima,
+                                    out / "results" / "someone.json")
+    submissions, _ = report.load(out)
+    assert class_view.what_went_wrong(submissions[0], maxima) == [f"not graded: {why}"]
+    text, _, _ = report.build(out)
+    assert "no known cause" not in text and "partly did not load" not in text and "had parts" not in text
+    assert html.escape(f"not graded: {why}") in text
+    assert not report.undiagnosed(submissions, maxima)
