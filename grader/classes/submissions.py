@@ -50,23 +50,11 @@ def collect(path, zip_encoding=None):
     if not path.exists():
         raise UsageError(f"{path} does not exist; give a .py, .ipynb, a folder of them or a .zip")
     collected = Collected()
-    if path.is_file() and path.suffix == ".zip":
-        collected.temporary = tempfile.TemporaryDirectory(prefix="grade-zip-")
-        folder = Path(collected.temporary.name)
-        try:
-            _extract(path, folder, collected, zip_encoding or DEFAULT_ZIP_ENCODING)
-        except UsageError:
-            collected.cleanup()
-            raise
-        _collect_folder(folder, collected)
-    elif path.is_file():
-        if path.suffix not in SUFFIXES:
-            raise UsageError(f"{path} is not a .py, .ipynb or .zip file")
-        collected.submissions.append((safe_name(path.stem), path))
-    elif path.is_dir():
-        _collect_folder(path, collected)
-    else:
-        raise UsageError(f"{path} is neither a file nor a folder")
+    try:
+        _collect_path(path, collected, zip_encoding)
+    except UsageError:
+        collected.cleanup()
+        raise
     collected.submissions = _named_apart(collected.submissions, collected.problems)
     by_path = collected.origins  # filled by path while collecting; keyed by final name from here on
     collected.origins = {name: by_path[path] for name, path in collected.submissions if path in by_path}
@@ -77,6 +65,22 @@ def collect(path, zip_encoding=None):
             rejected.setdefault(name, why)
     collected.rejected = list(rejected.items())
     return collected
+
+
+def _collect_path(path, collected, zip_encoding):
+    if path.is_file() and path.suffix == ".zip":
+        collected.temporary = tempfile.TemporaryDirectory(prefix="grade-zip-")
+        folder = Path(collected.temporary.name)
+        _extract(path, folder, collected, zip_encoding or DEFAULT_ZIP_ENCODING)
+        _collect_folder(folder, collected)
+    elif path.is_file():
+        if path.suffix not in SUFFIXES:
+            raise UsageError(f"{path} is not a .py, .ipynb or .zip file")
+        collected.submissions.append((safe_name(path.stem), path))
+    elif path.is_dir():
+        _collect_folder(path, collected)
+    else:
+        raise UsageError(f"{path} is neither a file nor a folder")
 
 
 def _named_apart(entries, problems):
@@ -127,6 +131,10 @@ class _Tree:
     def subfolders(self, prefix):
         return sorted(self.folders.get(prefix, ()))
 
+    def under(self, prefix):
+        """Every code file below `prefix`, at any depth."""
+        return self.files(prefix) + [parts for sub in self.subfolders(prefix) for parts in self.under(prefix + (sub,))]
+
 
 def _code_files(top, collected):
     """The code files under `top` (not hidden, not links, not in `__MACOSX`-like folders) and the zip
@@ -149,17 +157,31 @@ def _exercise_named(filename):
     return RENAMED.sub("", Path(filename).stem).casefold() == EXERCISE.casefold()
 
 
+def _lms_download(tree, top, prefix):
+    """True when the folder `prefix` is laid out as an LMS download: a Gradescope export's metadata,
+    Canvas or flat Moodle file names, Moodle's per-student folders."""
+    if (top.joinpath(*prefix) / lms_names.GRADESCOPE_METADATA).is_file():
+        return True
+    if any(lms_names.parse_moodle_folder(name) for name in tree.subfolders(prefix)):
+        return True
+    return any(lms_names.parse_canvas_name(parts[-1]) or lms_names.parse_moodle_file(parts[-1])
+               for parts in tree.files(prefix))
+
+
 def _holds_a_class(tree, top, prefix):
     """True when the folder `prefix` holds several students' work, or an LMS download; False when it may
     be one student's folder (one exercise file, or a few files one of which is the exercise's)."""
-    if (top.joinpath(*prefix) / lms_names.GRADESCOPE_METADATA).is_file():
+    if len(tree.subfolders(prefix)) > 1 or _lms_download(tree, top, prefix):
         return True
-    subfolders, names = tree.subfolders(prefix), [parts[-1] for parts in tree.files(prefix)]
-    if len(subfolders) > 1 or any(lms_names.parse_moodle_folder(name) for name in subfolders):
-        return True
-    if any(lms_names.parse_canvas_name(name) or lms_names.parse_moodle_file(name) for name in names):
-        return True
-    return len(names) > 1 and not any(_exercise_named(name) for name in names)  # a teacher's alice.py, bob.py
+    return _several_works(tree.files(prefix))  # a teacher's alice.py, bob.py
+
+
+def _several_works(files):
+    """True for code files that cannot all be one student's one piece of work: several names, none of
+    them the exercise's (`alice.py`, `bob.ipynb`; but `attention.py` with `helpers.py`, or `lab3.py` with
+    `lab3.ipynb`, are one student's)."""
+    stems = {Path(parts[-1]).stem for parts in files}
+    return len(stems) > 1 and not any(_exercise_named(parts[-1]) for parts in files)
 
 
 def _class_root(tree, top):
@@ -193,8 +215,12 @@ def _collect_folder(top, collected):
             collected.rejected.append((_owner(parts[-1]), collected.unpacked_not[path]))
         else:
             collected.submissions.append((safe_name(path.stem), path))
+    export = (folder / lms_names.GRADESCOPE_METADATA).is_file()
     for name in tree.subfolders(root):
-        _student(tree, top, root + (name,), _student_name(name), collected, clean(name))
+        if export or lms_names.parse_moodle_folder(name):  # the LMS says whose: one student's, whatever it holds
+            _choose(top, tree.under(root + (name,)), _student_name(name), collected, clean(name))
+        else:
+            _student(tree, top, root + (name,), _student_name(name), collected, clean(name))
     _name_by_lms(folder, collected)
 
 
@@ -205,25 +231,39 @@ def _student_name(folder_name):
 
 def _student(tree, top, prefix, name, collected, label):
     """One student's folder: the code of one folder is theirs (`_choose`). Code in several folders (two
-    students in a `Week 3/` folder, or one student's versions) is graded apart, each folder under its own
-    name, and said: never merged into one grade."""
+    students in a `Week 3/` folder, or one student's versions), or files that cannot be one piece of work
+    (`alice.py` and `bob.py`), are graded apart, each under its own name, and said: never merged into one
+    grade. An LMS download in a student's place is refused: its files are named by student only when it
+    is graded on its own."""
     node = prefix
     while not tree.files(node) and len(tree.subfolders(node)) == 1:  # `submission_502/work/attention.ipynb`
         node += (tree.subfolders(node)[0],)
     files, subfolders = tree.files(node), tree.subfolders(node)
-    if not subfolders:
+    if _lms_download(tree, top, node) and (len(files) > 1 or subfolders):
+        where = "unzip the zip and grade that folder" if collected.temporary else f"grade {top.joinpath(*node)}"
+        raise UsageError(f"{label} is an LMS download (Canvas, Moodle or Gradescope) beside other folders: its "
+                         f"students are named by the LMS only when it is graded on its own; {where} by itself")
+    apart = _several_works(files)
+    if not subfolders and not apart:
         _choose(top, files, name, collected, label)
         return
-    groups = ([node] if files else []) + [node + (sub,) for sub in subfolders]
-    names = [name if group == node else f"{name}-{safe_name(group[-1])}" for group in groups]
-    collected.problems.append(f"{label}: code files in {len(groups)} folders; graded apart as {', '.join(names)}, "
-                              "so that two students are never graded as one (if they are one student's versions, "
-                              "keep one and regrade)")
-    for group, group_name in zip(groups, names):
-        if group == node:
-            _choose(top, files, group_name, collected, label)
+    units = []  # (name, its files, or the folder to read as a student)
+    if apart:
+        units += [(f"{name}-{safe_name(Path(parts[-1]).stem)}", [parts], None) for parts in files]
+    elif files:
+        units.append((name, files, None))
+    units += [(f"{name}-{safe_name(sub)}", None, node + (sub,)) for sub in subfolders]
+    what = (f"{len(files)} code files of different names, none of them the exercise's"
+            + (f", and code in {len(subfolders)} folder(s)" if subfolders else "")) if apart else \
+        f"code files in {len(units)} folders"
+    collected.problems.append(f"{label}: {what}; graded apart as {', '.join(unit[0] for unit in units)}, so that two "
+                              "students are never graded as one (if they are one student's versions, keep one and "
+                              "regrade)")
+    for unit_name, unit_files, folder in units:
+        if folder is None:
+            _choose(top, unit_files, unit_name, collected, label)
         else:
-            _student(tree, top, group, group_name, collected, f"{label}/{clean(group[-1])}")
+            _student(tree, top, folder, unit_name, collected, f"{label}/{clean(folder[-1])}")
 
 
 def _choose(top, files, name, collected, label):
@@ -250,7 +290,7 @@ def _note_not_code(top, prefix, tree, collected, keep=None):
     holding = set(tree.subfolders(prefix))
     for entry in sorted(folder.iterdir()):
         label = clean("/".join(prefix + (entry.name,)))
-        if entry.name.startswith((".", "__")) or entry.name == keep:
+        if entry.name.startswith((".", "__")) or entry.name in (keep, lms_names.GRADESCOPE_METADATA):
             continue
         if entry.is_symlink():  # it could point anywhere: at another student's file, or the hidden tests
             collected.problems.append(f"{label}: a symbolic link; skipped (submit the file itself)")
@@ -283,7 +323,6 @@ def _name_by_lms(folder, collected):
                 collected.origins[path] = origins[name]
         collected.submissions = [(renamed(name), path) for name, path in collected.submissions]
         collected.rejected = [(renamed(name), why) for name, why in collected.rejected]
-        collected.problems = [p for p in collected.problems if not p.startswith(f"{metadata.name}:")]
         return
     top_level = [path.name for _, path in collected.submissions if path.parent == folder]
     canvas = lms_names.resolve_canvas(top_level)

@@ -123,6 +123,7 @@ def test_lms_downloads_are_read_by_their_structure_at_any_depth(tmp_path, kind, 
         assert {name: origin.key for name, origin in collected.origins.items()} == \
             {name: key for name, (_, key) in expected.items()}
         assert all(origin.lms == lms for origin in collected.origins.values())
+        assert not any(lms_names.GRADESCOPE_METADATA in problem for problem in collected.problems)
     finally:
         collected.cleanup()
 
@@ -164,6 +165,35 @@ def test_a_flat_folder_of_student_files_under_one_more_level(tmp_path):
             assert graded(collected) == {s: f"# {s}\n" for s in STUDENTS}, collected.problems
         finally:
             collected.cleanup()
+
+
+def test_files_of_several_names_in_one_folder_beside_students_are_graded_apart(tmp_path):
+    files = {"class/carol/attention.py": "# carol\n", "class/Week 3/alice.py": "# alice\n",
+             "class/Week 3/bob.ipynb": "# bob\n", "class/dave/lab3.py": "# dave\n",
+             "class/dave/lab3.ipynb": "# dave notebook\n"}
+    collected = collect_as("folder", tmp_path, files)
+    assert graded(collected) == {"carol": "# carol\n", "Week_3-alice": "# alice\n", "Week_3-bob": "# bob\n",
+                                 "dave": "# dave\n"}  # lab3.py and lab3.ipynb: one piece of work, the .py graded
+    assert any(p.startswith("Week 3: 2 code files of different names") and "graded apart" in p
+               for p in collected.problems), collected.problems
+    assert any(p.startswith("dave: several code files; graded lab3.py") for p in collected.problems)
+
+
+def test_an_lms_folder_is_one_student_whatever_it_holds(tmp_path):
+    files = {"Jane Doe_700001_assignsubmission_file/my_solution.py": "# jane\n",
+             "Jane Doe_700001_assignsubmission_file/utils.py": "# jane's helpers\n",
+             "Bob Smith_700003_assignsubmission_file/attention.py": "# bob\n"}
+    collected = collect_as("folder", tmp_path, files)
+    assert graded(collected) == {"Jane_Doe_700001": "# jane\n", "Bob_Smith_700003": "# bob\n"}
+    assert collected.origins["Jane_Doe_700001"].key == "700001"
+    assert any("graded my_solution.py, not utils.py" in p for p in collected.problems), collected.problems
+
+
+@pytest.mark.parametrize("kind", ["folder", "zip"])
+def test_two_lms_downloads_in_one_folder_are_refused(tmp_path, kind):
+    files = {**canvas_download("Downloads/Week 3/"), **canvas_download("Downloads/Week 4/")}
+    with pytest.raises(UsageError, match="Week 3 is an LMS download .* by itself"):
+        collect_as(kind, tmp_path, files)
 
 
 def test_several_exercise_files_of_one_student_say_which_was_graded(tmp_path):
