@@ -17,11 +17,6 @@ import numpy.linalg  # noqa: F401
 
 from grader.sandbox import processes
 from grader.sandbox import worker
-
-# Out of the terminal's process group: Ctrl-C (SIGINT to the group) or a hang-up stops the judges, which
-# stop their workers themselves; reaching the workers first, it would end them mid-step, as if the student's
-# code had crashed. The server still ends with its judge (the end of its pipe), and its workers with it.
-processes.leave_process_group()
 worker.warm_up()
 processes.become_subreaper()
 # Objects that exist now are never collected in a worker: a collection would touch (and so copy)

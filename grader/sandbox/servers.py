@@ -57,8 +57,11 @@ def _spawn_with_short_environment(path, args, passfds):
     # where the judge's copy of the grader is (multiprocessing passes sys.path but 3.11 does not apply it,
     # and a failed preload only shows as every worker importing torch again).
     environment["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    # A session of its own (start_new_session): Ctrl-C or a hang-up, sent to the terminal's process group, stops
+    # the judges, which stop their workers themselves; reaching the server and its workers, it would end them
+    # mid-step, as if the student's code had crashed. The server still ends with its judge (its pipe's end).
     child = subprocess.Popen(args, executable=path, pass_fds=sorted(map(int, passfds)), env=environment,
-                             close_fds=True, restore_signals=False)
+                             close_fds=True, restore_signals=False, start_new_session=True)
     _SPAWNED.append(child)
     return child.pid
 
