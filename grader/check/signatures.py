@@ -34,8 +34,18 @@ def raised(value):
     return value
 
 
+# The most entries an answer may have where a check does not know its shape: 32 times the largest answer any
+# check expects (8 x 64 x 64). Checked before any arithmetic (here and in grader.check.testing.expect_tensor): a
+# forged answer (4e6, 1, 1) fits the wire's size limit, but joined or compared with what the judge expects it
+# would cost the judge hundreds of megabytes and seconds, outside every limit of the worker.
+MAX_ANSWER_ELEMENTS = 1 << 20
+
+
 def as_double(value):
-    return value.detach().double() if isinstance(value, torch.Tensor) else None
+    """A student's tensor as float64, or None when it is no tensor or too large to be an answer."""
+    if not isinstance(value, torch.Tensor) or value.numel() > MAX_ANSWER_ELEMENTS:
+        return None
+    return value.detach().double()
 
 
 # ------------------------------------------------------------------ attention weights

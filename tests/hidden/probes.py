@@ -38,6 +38,8 @@ def probe_params(d_in, d_out, n, heads=1, seed=0, out_proj=False):
 def read_weights(module, params, batch, n, d_in, heads):
     """The module's attention weights for one-hot tokens, (batch, heads, n, n), read through its output."""
     out = expect_tensor(module.forward(one_hot_tokens(batch, n, d_in), weights=params), "the output")
+    if out.dim() != 3 or tuple(out.shape[:2]) != (batch, n):
+        raise AssertionError(f"the output has shape {tuple(out.shape)}, expected ({batch}, {n}, d_out)")
     b, _, d_out = out.shape
     head_dim = d_out // heads
     return torch.stack([out[:, :, h * head_dim: h * head_dim + n] for h in range(heads)], dim=1)

@@ -115,8 +115,10 @@ def test_causal_ignores_future(student):
     future = torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1)
     perturbed = scores + future * randn(2, 6, 6, seed=5, scale=10.0)
     with named_crashes():
-        first = expect_tensor(student.call("causal_attention_weights", scores, 4), "causal attention weights")
-        second = expect_tensor(student.call("causal_attention_weights", perturbed, 4), "causal attention weights")
+        first = expect_tensor(student.call("causal_attention_weights", scores, 4), "causal attention weights",
+                              shape=(2, 6, 6))
+        second = expect_tensor(student.call("causal_attention_weights", perturbed, 4), "causal attention weights",
+                               shape=(2, 6, 6))
     changed = (first - second).abs() > 1e-6
     if changed.any():
         index = changed.nonzero()[0].tolist()

@@ -133,7 +133,8 @@ def test_separate_heads(student):
     # Freshly built heads start from different weights: their outputs differ.
     fresh = build(student, seed=5)
     x = randn(B, N, D_IN, seed=3)
-    outputs = [expect_tensor(fresh.sub(f"heads.{h}").forward(x), f"the output of heads[{h}]") for h in range(HEADS)]
+    outputs = [expect_tensor(fresh.sub(f"heads.{h}").forward(x), f"the output of heads[{h}]",
+                             shape=(B, N, D_OUT)) for h in range(HEADS)]
     for h in range(1, HEADS):
         if torch.allclose(outputs[0].double(), outputs[h].double()):
             fail(f"heads[0] and heads[{h}] start with the same weights, so they compute the same thing",

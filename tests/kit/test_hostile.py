@@ -12,6 +12,7 @@ import ast
 import csv
 import dataclasses
 import json
+import math
 import os
 import re
 import shutil
@@ -984,3 +985,34 @@ def test_a_training_only_output_shift_earns_no_dropout_points(grade, clean):
                       and test.name.split(": ", 1)[1].startswith("eval mode is deterministic")]
     assert len(dropout_checks) == 2 and all(test.score == 0 for test in dropout_checks), [
         (test.name, test.output[:200]) for test in dropout_checks]
+
+
+class _Broadcasts(torch.overrides.TorchFunctionMode):
+    """The most entries any torch operation of the judge's thread met (its tensor operands broadcast together)."""
+
+    def __init__(self):
+        super().__init__()
+        self.most = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        operands = [value for value in (*args, *(kwargs or {}).values()) if isinstance(value, torch.Tensor)]
+        try:
+            shape = torch.broadcast_shapes(*(operand.shape for operand in operands)) if operands else ()
+            self.most = max(self.most, math.prod(shape))
+        except RuntimeError:
+            pass
+        return func(*args, **(kwargs or {}))
+
+
+def test_forged_shapes_are_refused_before_the_judge_computes_with_them(grade, clean):
+    """Answers of shape (4e6, 1, 1) pass the wire's size limit; the judge checks shape, size and dtype before
+    any arithmetic, so it never broadcasts them against what it expected (+450 MB and seconds per submission
+    before), and they earn nothing."""
+    with _Broadcasts() as honest_run:
+        honest = grade(clean)
+    with _Broadcasts() as forged_run:
+        forged = grade(clean + "\n\n" + (ATTACK_FILES / "forged_shapes.py").read_text(), name="forged.py")
+    assert forged.score < honest.score, (honest.score, forged.score)
+    assert honest_run.most < 1 << 20, honest_run.most
+    assert forged_run.most <= 4_000_000, f"the judge computed on {forged_run.most} entries at once"
+

@@ -23,9 +23,11 @@ def dropout_probes(student):
             found.append(observation("rescale", rescale_outcome(typical, 0.25) if uniform else "other"))
         if bool(dropped.any()):
             found.append(observation("layout", layout_outcome(dropped, 0.25)))
-            again = expect_tensor(student.call("attention_dropout", weights, 0.25, training=True), "dropout output")
+            again = expect_tensor(student.call("attention_dropout", weights, 0.25, training=True), "dropout output",
+                                  shape=(4, 64, 64))
             found.append(observation("fresh", "same" if torch.equal(again == 0, dropped) else "ok"))
-        kept = expect_tensor(student.call("attention_dropout", weights, 0.25, training=False), "dropout output")
+        kept = expect_tensor(student.call("attention_dropout", weights, 0.25, training=False), "dropout output",
+                             shape=(4, 64, 64))
         found.append(observation("eval", "ok" if torch.allclose(kept.float(), weights) else "random"))
         return found
 

@@ -17,7 +17,7 @@ import torch
 
 from grader.check.causes import CAUSES, failed_properties, name_cause, observation, right_properties
 from grader.chapter import step_of_test_name
-from grader.check.signatures import crash_observations, pattern_outcome, rows_outcome
+from grader.check.signatures import MAX_ANSWER_ELEMENTS, crash_observations, pattern_outcome, rows_outcome
 from grader.check.student import StudentError, StudentUnavailable
 from grader.check.wire import Foreign
 
@@ -181,8 +181,15 @@ def fmt_index(index):
     return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
 
+REAL_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int16, torch.int32,
+               torch.int64, torch.uint8, torch.bool)
+
+
 def expect_tensor(value, what, shape=None, device=None):
-    """`value` must be a plain tensor (of `shape`, on `device`); returns it as a CPU float64 tensor."""
+    """`value` must be a plain tensor (of `shape`, on `device`); returns it as a CPU float64 tensor.
+
+    Its shape (or, where the check gives none, its size: MAX_ANSWER_ELEMENTS), dtype and device are checked
+    before any arithmetic on it. A check compares two answers only once both passed here with one shape."""
     if isinstance(value, Foreign):
         advice = "convert with torch.from_numpy(...)" if "numpy" in value.type_name else "return a torch.Tensor"
         raise AssertionError(f"{what} should be a torch.Tensor, but your code returned a {value.type_name}; {advice}")
@@ -193,6 +200,11 @@ def expect_tensor(value, what, shape=None, device=None):
         raise AssertionError(f"{what} should be a torch.Tensor, but your code returned {type(value).__name__}")
     if shape is not None and tuple(value.shape) != tuple(shape):
         raise AssertionError(f"{what} has shape {tuple(value.shape)}, expected {tuple(shape)}")
+    if value.numel() > MAX_ANSWER_ELEMENTS:
+        raise AssertionError(f"{what} has shape {tuple(value.shape)}: {value.numel()} entries, far more than the "
+                             "inputs call for; check which axes your code multiplies, repeats or broadcasts")
+    if value.dtype not in REAL_DTYPES:
+        raise AssertionError(f"{what} has dtype {value.dtype}; return real numbers (a float tensor)")
     student_device = getattr(value, "wire_device", "cpu")
     if device is not None and torch.device(student_device).type != torch.device(device).type:
         raise AssertionError(f"{what} is on {student_device}, but the input was on {device}; "

@@ -131,15 +131,14 @@ def _encode(value, budget, depth):
     if depth > MAX_DEPTH:
         raise Unsendable(f"a value nested more than {MAX_DEPTH} levels deep; return a tensor or a short tuple")
     kind = type(value)
-    if kind is torch.Tensor or kind is torch.nn.Parameter:  # the common case first
+    if isinstance(value, torch.Tensor):  # the common case first
         payload = _tensor_payload(value, budget)
         payload["device"] = _device_text(torch.Tensor.device.__get__(value))
+        if kind is not torch.Tensor and kind is not torch.nn.Parameter:
+            payload["class"] = clean_text(kind.__qualname__, 200)
         return {"$tensor": payload}
     # Exact base types only: a subclass of int/float/str could lie in its __repr__ or __str__.
     if value is None or kind is bool or kind is float or (kind is int and -_INT_BOUND < value < _INT_BOUND):
-        return value
-    if kind is str and len(value) <= MAX_TEXT and value.isascii():
-        budget.spend(len(value), "a string")
         return value
     if isinstance(value, bool):
         return bool(value)
@@ -153,11 +152,6 @@ def _encode(value, budget, depth):
     if isinstance(value, str):
         budget.spend(len(value), "a string")
         return clean_text(value, MAX_TEXT)
-    if isinstance(value, torch.Tensor):
-        payload = _tensor_payload(value, budget)
-        payload["device"] = _device_text(torch.Tensor.device.__get__(value))
-        payload["class"] = clean_text(type(value).__qualname__, 200)
-        return {"$tensor": payload}
     if isinstance(value, np.ndarray):
         array = None
         if value.dtype.name in _DTYPES:

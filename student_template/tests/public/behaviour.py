@@ -32,11 +32,12 @@ def expect_parts_used(module, what, x, weights, mask=True, first_token=None):
     other = different_weights(weights, seed=7)
     restore = {}  # the weight the previous round changed, put back with the next round's change (one round trip)
     for name in weights:
-        changed = expect_tensor(module.forward(x, weights={**restore, name: other[name]}), f"{what} output")
+        changed = expect_tensor(module.forward(x, weights={**restore, name: other[name]}), f"{what} output",
+                                shape=base.shape)
         restore = {name: weights[name]}
         assert not torch.allclose(changed.float(), base.float()), (
             f"the output of {what} does not change when {name} changes: forward must use self.{name.split('.')[0]}")
-    again = expect_tensor(module.forward(x, weights=restore), f"{what} output")
+    again = expect_tensor(module.forward(x, weights=restore), f"{what} output", shape=base.shape)
     assert torch.equal(again.float(), base.float()), f"{what} in eval mode gives different outputs for the same input"
     trained = module.forward(x, train=True, seed=3)  # NaN allowed here: training only has to differ
     assert not (isinstance(trained, torch.Tensor) and trained.shape == base.shape
