@@ -88,22 +88,24 @@ def _named_apart(entries, problems):
 
     `alice.py` and `alice.ipynb` become `alice.py` and `alice.ipynb`; two folders
     that normalise to the same safe name (`alice smith/`, `alice_smith/`) become
-    `alice_smith` and `alice_smith-2`, in the order they were found."""
+    `alice_smith` and `alice_smith-2`, in the order they were found. Names are
+    compared without case: `Alice` and `alice` would be one results file where the
+    file system folds case (macOS, Windows)."""
     groups = {}
     for name, path in entries:
-        groups.setdefault(name, []).append(path.suffix)
+        groups.setdefault(name.casefold(), []).append(path.suffix)
     seen, named = set(), []
     for name, path in entries:
-        unique = name
-        if len(groups[name]) > 1:
-            if groups[name].count(path.suffix) == 1:
+        unique, group = name, groups[name.casefold()]
+        if len(group) > 1:
+            if group.count(path.suffix) == 1:
                 unique = f"{name}{path.suffix}"
             base, number = unique, 2
-            while unique in seen or (unique != name and unique in groups):
+            while unique.casefold() in seen or (unique != name and unique.casefold() in groups):
                 unique, number = f"{base}-{number}", number + 1
             if unique != name:
                 problems.append(f"{path}: another submission is also named {name!r}; graded as {unique!r}")
-        seen.add(unique)
+        seen.add(unique.casefold())
         named.append((unique, path))
     return named
 

@@ -205,6 +205,14 @@ def test_several_exercise_files_of_one_student_say_which_was_graded(tmp_path):
     assert said and "graded attention.py" in said[0] and "attention.ipynb" in said[0] and "scratch.py" in said[0]
 
 
+def test_names_that_differ_only_in_case_are_graded_apart_and_said(tmp_path):
+    """`Alice/` and `alice/` would share one results file where the file system folds case (macOS)."""
+    collected = collect_as("folder", tmp_path, {"class/Alice/attention.py": "# Alice\n",
+                                                "class/alice/attention.py": "# alice\n"})
+    assert graded(collected) == {"Alice": "# Alice\n", "alice-2": "# alice\n"}
+    assert any("graded as 'alice-2'" in problem for problem in collected.problems)
+
+
 def test_a_file_that_cannot_be_unpacked_is_charged_to_its_own_student(tmp_path):
     files = {f"Submissions/Week 3/{s}/attention.py": f"# {s}\n" for s in ("alice", "carol")}
     archive = zip_tree(tmp_path / "class.zip", files)
