@@ -1,0 +1,159 @@
+"""Self-attention homework."""
+import math
+
+import torch
+from torch import nn
+
+# %% step: projection
+
+
+def init_qkv_weights(d_in, d_out):
+    weight_q = torch.rand(d_in, d_out)
+    weight_k = torch.rand(d_in, d_out)
+    weight_v = torch.rand(d_in, d_out)
+    return weight_q, weight_k, weight_v
+
+
+def project(x, W_query, W_key, W_value):
+    return x @ W_query, x @ W_key, x @ W_value
+
+
+# %% step: scaling
+
+
+def attention_scores(queries, keys):
+    return queries @ keys.transpose(-2, -1)
+
+
+def scaled_attention_weights(scores, d_k):
+    return torch.softmax(scores / math.sqrt(d_k), dim=-1)
+
+
+def context_vectors(attn_weights, values):
+    return attn_weights @ values
+
+
+def dot_product_variance(dim, num_trials=1000, seed=0):
+    rng = torch.Generator().manual_seed(seed)
+    qs = torch.randn(num_trials, dim, generator=rng)
+    ks = torch.randn(num_trials, dim, generator=rng)
+    dots = torch.einsum("bd,bd->b", qs, ks)
+    return dots.var().item(), (dots / math.sqrt(dim)).var().item()
+
+
+class SelfAttention_v1(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+
+    def forward(self, x):
+        queries, keys, values = project(x, self.W_query, self.W_key, self.W_value)
+        weights = scaled_attention_weights(attention_scores(queries, keys), keys.shape[-1])
+        return context_vectors(weights, values)
+
+
+class SelfAttention_v2(nn.Module):
+    def __init__(self, d_in, d_out, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x):
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        weights = scaled_attention_weights(attention_scores(queries, keys), keys.shape[-1])
+        return context_vectors(weights, values)
+
+
+# %% step: masking
+
+
+def causal_mask(context_length):
+    return torch.triu(torch.ones(context_length, context_length), diagonal=1).bool()
+
+
+def mask_and_renormalize(attn_weights):
+    n = attn_weights.shape[-1]
+    masked = attn_weights * torch.tril(torch.ones(n, n))
+    return masked / masked.sum(dim=-1, keepdim=True)
+
+
+def causal_attention_weights(scores, d_k):
+    masked = scores.masked_fill(causal_mask(scores.shape[-1]), -torch.inf)
+    return torch.softmax(masked / math.sqrt(d_k), dim=-1)
+
+
+# %% step: dropout
+
+
+def attention_dropout(attn_weights, p, training=True):
+    return nn.functional.dropout(attn_weights, p=p, training=training)
+
+
+# %% step: causal_attention
+
+
+class CausalAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", causal_mask(context_length))
+
+    def forward(self, x):
+        batch, tokens, _ = x.shape
+        queries = self.W_query(x)
+        keys = self.W_key(x)
+        values = self.W_value(x)
+        scores = queries @ keys.transpose(1, 2)
+        scores = scores.masked_fill(self.mask[:tokens, :tokens], -torch.inf)
+        weights = torch.softmax(scores, dim=-1)
+        weights = self.dropout(weights)
+        return weights @ values
+
+
+# %% step: mha_wrapper
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
+        )
+
+    def forward(self, x):
+        return torch.cat([head(x) for head in self.heads], dim=-1)
+
+
+# %% step: multihead_attention
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        assert d_out % num_heads == 0
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", causal_mask(context_length))
+
+    def forward(self, x):
+        batch, tokens, _ = x.shape
+        queries = self.W_query(x).view(batch, tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        keys = self.W_key(x).view(batch, tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        values = self.W_value(x).view(batch, tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        scores = queries @ keys.transpose(2, 3)
+        scores = scores.masked_fill(self.mask[:tokens, :tokens], -torch.inf)
+        weights = self.dropout(torch.softmax(scores, dim=-1))
+        context = (weights @ values).transpose(1, 2).contiguous().view(batch, tokens, self.d_out)
+        return self.out_proj(context)
