@@ -411,6 +411,15 @@ def member_name(info, encoding=DEFAULT_ZIP_ENCODING):
         return raw.decode(encoding, errors="replace"), not raw.isascii()
 
 
+def _member_path(info, encoding):
+    """(name, guessed) as `member_name`, with backslashes read as folder separators where the name was read
+    for sure: Windows PowerShell 5's Compress-Archive writes `Week 3\\alice\\attention.py` (the ZIP standard
+    says '/'). A name in a guessed code page keeps them: there a backslash can be half of a character
+    (Shift-JIS, GBK)."""
+    name, guessed = member_name(info, encoding)
+    return (name if guessed else name.replace("\\", "/")), guessed
+
+
 def _unicode_path(extra, raw):
     """The UTF-8 name in an Info-ZIP Unicode Path extra field whose CRC matches `raw`, else None."""
     position = 0
@@ -449,7 +458,7 @@ def _extract(archive, folder, collected, encoding=DEFAULT_ZIP_ENCODING):
             guessed = 0
             collisions = []
             for info in members:
-                name, was_guessed = member_name(info, encoding)
+                name, was_guessed = _member_path(info, encoding)
                 guessed += was_guessed
                 parts = Path(name).parts
                 if name.startswith("/") or ".." in parts or stat.S_ISLNK(info.external_attr >> 16):
@@ -502,7 +511,7 @@ def _without_duplicates(archive, members, encoding, problems):
     by_path = {}
     for info in members:
         if not info.is_dir():
-            by_path.setdefault(Path(member_name(info, encoding)[0]).parts, []).append(info)
+            by_path.setdefault(Path(_member_path(info, encoding)[0]).parts, []).append(info)
     refused, skipped = [], set()
     for parts, infos in by_path.items():
         if len(infos) < 2:

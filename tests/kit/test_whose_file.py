@@ -128,6 +128,16 @@ def test_lms_downloads_are_read_by_their_structure_at_any_depth(tmp_path, kind, 
         collected.cleanup()
 
 
+def test_a_zip_written_with_backslashes_keeps_its_folders(tmp_path):
+    """Windows PowerShell 5's Compress-Archive writes `Week 3\\alice\\attention.py`."""
+    files = {relative.replace("/", "\\"): text for relative, text in teachers_folders("Week 3/").items()}
+    collected = collect(zip_tree(tmp_path / "class.zip", files))
+    try:
+        assert graded(collected) == {student: f"# {student}\n" for student in STUDENTS}, collected.problems
+    finally:
+        collected.cleanup()
+
+
 def test_one_student_in_a_folder_keeps_the_folders_name(tmp_path):
     for kind in ("folder", "zip"):
         collected = collect_as(kind, tmp_path / kind, {"class/alice/attention.py": "# alice\n"})
