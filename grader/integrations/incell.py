@@ -1,20 +1,34 @@
-"""Run one of the kit's graded tests on a notebook's own definitions: Otter's and nbgrader's cells.
+"""Run one of the kit's graded tests on a submission's definitions: Otter's and nbgrader's cells.
 
 Both tools run the student's code and the checks in one kernel; each generated
 check is one line that runs a kit test through the same Student interface the
-sandboxed grader uses, in-process over the notebook's globals (`run_in_cell`,
-the one path, seeded the same way for both). A failure raises `CheckFailed`,
-whose traceback is its teaching message only: no frame of the (possibly hidden)
-test module is ever shown.
+sandboxed grader uses, in-process (`run_in_cell`, the one path, seeded the same
+way for both). A failure raises `CheckFailed`, whose traceback is its teaching
+message only: no frame of the (possibly hidden) test module is ever shown.
+
+When a tool grades (`otter run`, nbgrader's autograde and validate), the checks grade
+the submitted file as `make grade` does (`Grading`), not the kernel's globals:
+
+* its definitions are loaded by the kit's loader (grader.check.loader), so a syntax
+  error costs the block it is in, not the whole cell or script (Otter runs a .py as one
+  cell), and demo code is left out;
+* each step has the judge's time budget (`step_seconds`, the CLI's and the Makefile's 10 s
+  unless KIT_STEP_SECONDS says otherwise) for all of its checks, public then hidden: a
+  check still running when it is spent is stopped (SIGALRM, repeated until the check
+  returns), and it and the step's later checks fail with the judge's message; the next
+  step gets its definitions loaded afresh, as the judge's next step gets a fresh worker.
+
+Where no graded file is found (a student running the checks in their own kernel), the
+kernel's globals are checked, each check with a step's budget of its own.
 
 nbgrader grades a test cell by its output: an error or anything on stderr is
 zero, anything else full points. Its cells call `kit.check("<test name>")`
 (`NotebookChecks`). Otter's test files (exception format) call
-`check(env, KIT, "<test name>")`, where `env` is the notebook's or script's
+`check(env, KIT, "<test name>", STEP_SECONDS)`, where `env` is the notebook's or script's
 globals and KIT the folder holding the kit's `grader/` package and `tests/`:
 the working folder when Otter grades (its zip ships `tests/public/` and
 `tests/hidden/` inside Otter's own tests folder, which Otter replaces wholesale
-on every run). Otter seeds numpy and `random` at most, never torch.
+on every run), which also holds the submission. Otter seeds numpy and `random` at most, never torch.
 
 For nbgrader, public tests are found in `tests/public/` next to the notebook (they ship with
 the assignment). Hidden tests (`kit.check(name, hidden=True)`) are not in the
@@ -25,11 +39,17 @@ notebook's own folder holds what the student submitted), or from
 """
 
 import contextlib
+import ctypes
+import hashlib
 import io
 import os
+import signal
+import threading
+import time
 import warnings
 from pathlib import Path
 
+from grader.check.loader import SubmissionError, left_out_note, load_definitions
 from grader.check.session import Session
 from grader.check.student import InProcessTransport, Student
 from grader.check.testing import seeded
@@ -38,6 +58,9 @@ from grader.check.runner import run_test
 from grader.check.suite import discover
 
 HIDDEN_FOLDER = "kit_hidden_tests"
+STEP_SECONDS = 10.0  # the judge's default per step (grader.sandbox.limits); the generated cells pass theirs
+REPEAT_SECONDS = 0.05  # a stopped check is stopped again this often until it returns (a bare `except:` in a loop)
+GRADING_ENV = "NBGRADER_EXECUTION"  # set by nbgrader's autograde ("autograde") and validate ("validate")
 
 
 class CheckFailed(AssertionError):
@@ -45,6 +68,20 @@ class CheckFailed(AssertionError):
 
     def _render_traceback_(self):
         return [f"CheckFailed: {self}"]
+
+
+class StepTimeout(KeyboardInterrupt):
+    """Raised in the checked code when its step's budget is spent. A KeyboardInterrupt, as the judge's
+    worker treats one: the kit's session and loader let it through, and `except Exception` does not catch it."""
+
+
+def step_seconds(default=STEP_SECONDS):
+    """The per-step budget: $KIT_STEP_SECONDS (`make grade ENGINE=otter STEP_SECONDS=...` sets it) or `default`."""
+    try:
+        value = float(os.environ.get("KIT_STEP_SECONDS") or default)
+    except ValueError:
+        value = float(default)
+    return value if value > 0 else float(default)
 
 
 def hidden_tests_root(notebook_folder=None):
@@ -58,11 +95,193 @@ def hidden_tests_root(notebook_folder=None):
     return None
 
 
+# -- time limits ---------------------------------------------------------------------------------------------
+def call_with_time_limit(seconds, function, place_of=None):
+    """(function's value, None), or (None, where) when `seconds` ran out first: `where` is "" or, via
+    `place_of(frame)`, where in the student's code it was stopped."""
+    if seconds <= 0:
+        return None, ""
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+        return _with_alarm(seconds, function, place_of)
+    return _with_watchdog(seconds, function)
+
+
+def _with_alarm(seconds, function, place_of):
+    state = {"armed": True, "where": None}
+
+    def on_alarm(signum, frame):
+        if state["armed"]:
+            if state["where"] is None:
+                state["where"] = (place_of(frame) if place_of else "") or ""
+            raise StepTimeout()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, seconds, REPEAT_SECONDS)
+        try:
+            value = function()
+        finally:
+            state["armed"] = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except StepTimeout:
+        value = None
+    finally:
+        state["armed"] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    # A stop that the student's code swallowed (a bare `except:`) is still a stop.
+    return (None, state["where"]) if state["where"] is not None else (value, None)
+
+
+def _with_watchdog(seconds, function):
+    """Outside the main thread (no signals there): raise StepTimeout in this thread from a watchdog thread.
+    A blocking call (time.sleep) is only stopped when it returns."""
+    target, done, fired = threading.get_ident(), threading.Event(), []
+
+    def watch():
+        if done.wait(seconds):
+            return
+        while not done.is_set():
+            fired.append(True)
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(StepTimeout))
+            done.wait(REPEAT_SECONDS)
+
+    watchdog = threading.Thread(target=watch, daemon=True)
+    value = None
+    try:
+        watchdog.start()
+        try:
+            value = function()
+        finally:
+            done.set()
+    except StepTimeout:
+        pass
+    while watchdog.is_alive():  # an exception it set after `done` arrives here, at the latest
+        try:
+            watchdog.join()
+        except StepTimeout:
+            pass
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
+    return (None, "") if fired else (value, None)
+
+
+def time_limit_message(seconds, where=""):
+    """The judge's words for a step that ran past its budget (grader.sandbox.worker)."""
+    return (f"time limit: this step ran past its {seconds:g} s budget{' in ' + where if where else ''} "
+            "(an infinite loop, or work that grows too fast?)")
+
+
+# -- one submission graded as the judge grades it ----------------------------------------------------------------
+class Grading:
+    """A submitted file graded in this kernel as `make grade` grades it: its definitions loaded by the kit's
+    loader, each step with its own time budget for all of its checks; a step whose budget ran out fails its
+    later checks, and the next step gets the definitions loaded afresh (the judge's fresh worker)."""
+
+    def __init__(self, path, seconds):
+        self.path, self.seconds = Path(path), seconds
+        self.loaded, self.fatal = None, None
+        self.spent, self.stopped = {}, {}  # step key -> seconds used / the message that stopped it
+
+    def _place(self, frame):
+        """`causal_mask, line 12 of attention.py` (of its cell, in a notebook: cells get renumbered): the
+        innermost frame of the submission's code where it was stopped, or ""."""
+        name = self.path.name
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename == name or filename.startswith(name + ", cell "):
+                qualified = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+                return f"{qualified}, line {frame.f_lineno} of {'its cell' if ', cell ' in filename else filename}"
+            frame = frame.f_back
+        return ""
+
+    def _load(self, step):
+        """Load the file's definitions within what is left of `step`'s budget (loading is a step's time,
+        as in the judge's worker); a file whose loading fails or hangs fails every check."""
+        began = time.monotonic()
+        left = self.seconds - self.spent.get(step, 0.0)
+        try:
+            loaded, where = call_with_time_limit(left, lambda: load_definitions(self.path), self._place)
+        except SubmissionError as error:
+            loaded, where, self.fatal = None, None, str(error)
+        self.spent[step] = self.spent.get(step, 0.0) + time.monotonic() - began
+        if where is not None:
+            self.fatal = time_limit_message(self.seconds, where or "loading your file")
+        self.loaded = loaded
+
+    def run(self, test, device="cpu"):
+        """(passed, message) of one kit test, as the judge would give it."""
+        step = test.step
+        if step in self.stopped:
+            return False, self.stopped[step]
+        if self.loaded is None and self.fatal is None:
+            self._load(step)
+        if self.fatal:
+            return False, self.fatal
+        left = self.seconds - self.spent.get(step, 0.0)
+        if left <= 0:
+            self.stopped[step] = time_limit_message(self.seconds)
+            return False, self.stopped[step]
+        began = time.monotonic()
+        outcome, where = call_with_time_limit(left, lambda: _run(test, self.loaded.module, device), self._place)
+        self.spent[step] = self.spent.get(step, 0.0) + time.monotonic() - began
+        if where is not None:
+            self.stopped[step] = time_limit_message(self.seconds, where)
+            self.loaded = None  # the next step loads the definitions again, as a fresh worker would
+            return False, self.stopped[step]
+        passed, message = outcome
+        errors = [problem for problem in self.loaded.problems if not left_out_note(problem)]
+        if not passed and errors:
+            message += "\n(loading your file: " + "; ".join(errors[:3]) + ")"
+        return passed, message
+
+
+_GRADINGS = {}  # (file, its digest, step budget) -> Grading: one per submission per kernel
+
+
+def grading_of(path, seconds):
+    """The Grading of the file at `path` (created on first use, kept for the kernel's life)."""
+    path = Path(path).resolve()
+    key = (str(path), hashlib.sha256(path.read_bytes()).hexdigest(), seconds)
+    if key not in _GRADINGS:
+        _GRADINGS[key] = Grading(path, seconds)
+    return _GRADINGS[key]
+
+
+def _run(test, module, device):
+    """(passed, message) of `test` on `module` (the loaded file, or a kernel's globals), output captured."""
+    student = Student(InProcessTransport(Session(module, device)), device)
+    # Anything the student's code prints (warnings included) would reach stderr and zero the
+    # cell in nbgrader, even when the answer is right: keep it out of the cell's output.
+    # The tests seed what they draw; seeding the rest makes it repeatable too.
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()), seeded(0):
+        warnings.simplefilter("ignore")
+        return run_test(test, student)
+
+
+def run_in_cell(test, namespace, device="cpu", seconds=STEP_SECONDS):
+    """Run the kit test `test` on the globals `namespace` within `seconds`; raise CheckFailed if it fails."""
+    outcome, where = call_with_time_limit(seconds, lambda: _run(test, NamespaceModule(namespace), device))
+    passed, message = (False, time_limit_message(seconds, where)) if where is not None else outcome
+    if not passed:
+        raise CheckFailed(f"{test.name}\n{message}")
+
+
+def run_graded(test, path, device="cpu", seconds=STEP_SECONDS):
+    """Run the kit test `test` on the submitted file at `path`, as the judge would; raise CheckFailed if it fails."""
+    passed, message = grading_of(path, seconds).run(test, device)
+    if not passed:
+        raise CheckFailed(f"{test.name}\n{message}")
+
+
+# -- nbgrader ----------------------------------------------------------------------------------------------------
 class NotebookChecks:
-    def __init__(self, namespace, folder=None, device="cpu"):
+    def __init__(self, namespace, notebook=None, folder=None, device="cpu", step_seconds=STEP_SECONDS):
         self.namespace = namespace
+        self.notebook = notebook  # the assignment's notebook file name, graded as a file when nbgrader grades
         self.folder = Path(folder or Path.cwd())
         self.device = device
+        self.seconds = step_seconds
         self._tests = {}
 
     def _find(self, name, kind):
@@ -75,25 +294,22 @@ class NotebookChecks:
             raise CheckFailed(f"{name}: no such {kind} test in this course's kit")
         return self._tests[kind][name]
 
+    def graded_file(self):
+        """The notebook nbgrader is grading (autograde and validate run it from its own folder), or None."""
+        if not (self.notebook and os.environ.get(GRADING_ENV)):
+            return None
+        path = self.folder / self.notebook
+        return path if path.is_file() else None
+
     def check(self, name, hidden=False):
         """Run the kit test `name` on the notebook's definitions; raise CheckFailed if it fails."""
         test = self._find(name, "hidden" if hidden else "public")
-        run_in_cell(test, self.namespace, self.device)
+        path, seconds = self.graded_file(), step_seconds(self.seconds)
+        if path is not None:
+            run_graded(test, path, self.device, seconds)
+        else:
+            run_in_cell(test, self.namespace, self.device, seconds)
         print(f"passed: {name} ({test.points:g} point{'' if test.points == 1 else 's'})")
-
-
-def run_in_cell(test, namespace, device="cpu"):
-    """Run the kit test `test` on the globals `namespace`; raise CheckFailed if it fails."""
-    student = Student(InProcessTransport(Session(NamespaceModule(namespace), device)), device)
-    # Anything the student's code prints (warnings included) would reach stderr and zero the
-    # cell in nbgrader, even when the answer is right: keep it out of the cell's output.
-    # The tests seed what they draw; seeding the rest makes it repeatable too.
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
-            contextlib.redirect_stderr(io.StringIO()), seeded(0):
-        warnings.simplefilter("ignore")
-        passed, message = run_test(test, student)
-    if not passed:
-        raise CheckFailed(f"{test.name}\n{message}")
 
 
 # -- Otter ------------------------------------------------------------------------------------------------
@@ -107,9 +323,24 @@ def kit_tests(kit):
     return _TESTS[kit]
 
 
-def check(env, kit, name, device="cpu"):
-    """Otter's case: run the kit test `name` on the globals `env`; raise CheckFailed if it fails."""
+def otter_submission(folder):
+    """The file `otter run` grades in `folder`, found as Otter finds it (its PythonRunner): the one
+    notebook, else the one .py other than `__init__.py`; None when there is no single one."""
+    notebooks = sorted(Path(folder).glob("*.ipynb"))
+    if notebooks:
+        return notebooks[0] if len(notebooks) == 1 else None
+    scripts = [path for path in sorted(Path(folder).glob("*.py")) if path.name != "__init__.py"]
+    return scripts[0] if len(scripts) == 1 else None
+
+
+def check(env, kit, name, seconds=STEP_SECONDS, device="cpu"):
+    """Otter's case: run the kit test `name` on the submission in the working folder (where Otter grades
+    it), or on the globals `env` where there is none; raise CheckFailed if it fails."""
     test = kit_tests(kit).get(name)
     if test is None:
         raise CheckFailed(f"{name}: no such test in this kit (is tests/ from the same release?)")
-    run_in_cell(test, env, device)
+    path, seconds = otter_submission(Path.cwd()), step_seconds(seconds)
+    if path is not None:
+        run_graded(test, path, device, seconds)
+    else:
+        run_in_cell(test, env, device, seconds)

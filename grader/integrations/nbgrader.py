@@ -38,6 +38,7 @@ from grader.paths import ROOT
 from grader.integrations import shipping
 from grader.integrations.shipping import shipped_files
 from grader.check.suite import discover
+from grader.sandbox.limits import DEFAULTS
 
 ASSIGNMENT = "attention"
 DEFAULT_COURSE_ID = "attention"
@@ -56,7 +57,8 @@ torch.manual_seed(0)
 
 from grader.integrations.incell import NotebookChecks
 
-kit = NotebookChecks(globals())  # each test cell runs one of the kit's tests on your definitions'''
+# Each test cell runs one of the kit's tests on your definitions, each step within {step_seconds:g} s.
+kit = NotebookChecks(globals(), {notebook!r}, step_seconds={step_seconds!r})'''
 
 INTRO = """\
 **How this notebook is graded (nbgrader).** Fill in the code cell of each step. After it, one
@@ -94,7 +96,9 @@ warnings.filterwarnings("ignore", message="Object of type <Submitted", module="n
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"\\w*Warning"
 
-# Seconds per cell; a hanging step costs that step's cells (and a kernel restart) only.
+# Seconds per cell, for the student's own cells: a check cell stops itself when its step's budget is
+# spent (kit.check, as `make grade` does); a step cell whose demo code never ends costs 60 s, not a grade,
+# since the checks load the notebook's definitions themselves.
 c.Execute.timeout = 60
 
 # Without ClearHiddenTests, generate_feedback shows the hidden tests' source to the students.
@@ -115,6 +119,12 @@ c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKern
 if os.path.isfile(os.path.join(HERE, "course_config.py")):
     load_subconfig(os.path.join(HERE, "course_config.py"))  # noqa: F821 - provided by traitlets
 '''
+
+
+def setup_source(step_seconds=DEFAULTS.step_seconds):
+    """The locked setup cell: when nbgrader grades (autograde, validate), the checks load the notebook's
+    definitions from its file with the kit's loader and give each step `step_seconds`, as `make grade` does."""
+    return SETUP_SOURCE.format(notebook=f"{ASSIGNMENT}.ipynb", step_seconds=float(step_seconds))
 
 
 def _grade_id(test):
@@ -167,7 +177,7 @@ def source_notebook(tests=None):
         if cell["id"] == "setup-code":
             cells.append(cell)  # the imports stay editable: a student may import more
             cells.append(_markdown(INTRO, "kit-intro"))
-            cells.append(_nbgrader(_code(SETUP_SOURCE, "kit-setup"), locked=True, grade_id="kit-setup"))
+            cells.append(_nbgrader(_code(setup_source(), "kit-setup"), locked=True, grade_id="kit-setup"))
         elif key in STEP_KEYS and cell["id"].endswith("-code"):
             cells.append(_nbgrader(cell, solution=True, grade_id=cell["id"]))
             cells.extend(check_cell(test) for test in tests if test.step == key)

@@ -31,6 +31,7 @@ from grader.integrations import shipping
 from grader.integrations.shipping import shipped_files
 from grader.paths import ROOT
 from grader.check.suite import discover
+from grader.sandbox.limits import DEFAULTS
 
 NAME = "attention"
 PYTHON_VERSION = "3.11"
@@ -59,22 +60,26 @@ if KIT not in sys.path:
     sys.path.insert(0, KIT)
 
 from grader.integrations.incell import check  # noqa: E402 - after the path is set
+
+# Each step's checks share the judge's time budget (KIT_STEP_SECONDS overrides it: make grade ENGINE=otter).
+STEP_SECONDS = {step_seconds!r}
 '''
 
 CASE = '''
 
 @test_case(name={name!r}, points={points!r}, hidden={hidden!r})
 def {function}(env):
-    check(env, KIT, {name!r})
+    check(env, KIT, {name!r}, STEP_SECONDS)
 '''
 
 
-def test_files(kinds=("public", "hidden")):
-    """{"<step>.py": source} of Otter test files over the kit's tests of `kinds`."""
+def test_files(kinds=("public", "hidden"), step_seconds=DEFAULTS.step_seconds):
+    """{"<step>.py": source} of Otter test files over the kit's tests of `kinds`, each step's checks
+    sharing `step_seconds` (the judge's budget per step)."""
     tests = discover(ROOT / "tests", kinds=kinds)
     files = {}
     for step in STEPS:
-        source = TEST_FILE_HEADER.format(number=step.number, key=step.key)
+        source = TEST_FILE_HEADER.format(number=step.number, key=step.key, step_seconds=step_seconds)
         for test in (test for test in tests if test.step == step.key):
             source += CASE.format(name=test.name, points=test.points, hidden=test.kind == "hidden",
                                   function=f"{test.kind}_{test.function.__name__}")

@@ -5,12 +5,16 @@ function): a SubmissionResult with one TestResult per kit test, scored from the
 pass/fail verdict Otter gives that test's case and the kit's own points.
 
 Stock Otter runs the student's code and the tests in one kernel, with no time
-limit (see README, "Publishing for Otter"). Around it this engine adds what it can:
+limit of its own. The zip's checks (grader.integrations.incell) grade the submitted
+file as the judge does: definitions loaded by the kit's loader, each step with the
+judge's time budget, which this engine passes on (KIT_STEP_SECONDS). Around the run
+this engine adds what it can:
 
 * a private temporary folder per submission, removed afterwards, holding only
   a copy of the one submitted file (no `.OTTER_LOG`, which Otter would unpickle,
   no stray support files), with a notebook's kernelspec set to `python3`;
-* a per-submission time limit: on expiry the whole process group of
+* a per-submission time limit (Otter first runs the whole file, top-level demo code
+  included, with no limit): on expiry the whole process group of
   `otter run` is killed, and every process that inherited this run's marker
   (the kernel starts its own session) is killed too, as are leftovers after
   a normal end;
@@ -73,7 +77,8 @@ def grade_with_otter(path, name, tests, options, autograder=None):
     workdir = Path(tempfile.mkdtemp(prefix="kit-otter-run-"))
     try:
         submission = private_copy(Path(path), workdir / "submission")
-        output, log = run_otter(autograder, submission, workdir, submission_timeout(options))
+        output, log = run_otter(autograder, submission, workdir, submission_timeout(options),
+                                options.limits.step_seconds)
         verdicts, problem = read_verdicts(output, log, tests)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -103,13 +108,17 @@ def private_copy(path, folder):
     return target
 
 
-def run_otter(autograder, submission, workdir, timeout):
-    """Run `otter run` on `submission` in `workdir`; return (results.json path or None, output tail)."""
+def run_otter(autograder, submission, workdir, timeout, step_seconds=None):
+    """Run `otter run` on `submission` in `workdir`, each step's checks within `step_seconds` (None: the
+    zip's own); return (results.json path or None, output tail)."""
     output_dir, scratch = workdir / "output", workdir / "tmp"
     output_dir.mkdir()
     scratch.mkdir()
     token = secrets.token_hex(8)
-    env = {key: value for key, value in os.environ.items() if key not in ("KIT_HIDDEN_TESTS", "PYTHONPATH")}
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("KIT_HIDDEN_TESTS", "PYTHONPATH", "KIT_STEP_SECONDS")}
+    if step_seconds:
+        env["KIT_STEP_SECONDS"] = f"{step_seconds:g}"  # the zip's checks read it (grader.integrations.incell)
     env.update({
         MARKER: token,
         # Everything otter, Jupyter and IPython write goes into the private folder.
@@ -132,8 +141,9 @@ def run_otter(autograder, submission, workdir, timeout):
             kill_run(process, token)
     tail = log_path.read_bytes()[-OUTPUT_TAIL:].decode("utf-8", "replace")
     if timed_out:
-        return None, (f"otter run did not finish within {timeout:g} s and was stopped; stock Otter has no "
-                      "per-step time limit, so one hanging call costs the whole submission")
+        return None, (f"otter run did not finish within {timeout:g} s and was stopped: Otter runs the whole "
+                      "file before its checks, with no time limit, so code at the top level that never ends "
+                      "(a demo call, a training loop) costs the whole submission")
     results = output_dir / "results.json"
     # otter run exits 0 whatever the scores: anything else means it was stopped midway (a results.json
     # then may be the student's own, written from the kernel), so nothing of it is believed.

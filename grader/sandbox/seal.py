@@ -112,6 +112,7 @@ class Policy:
     processes: int = 64  # RLIMIT_NPROC: per (user namespace, uid), so per submission in every mode but
     # "basic" for an ordinary user (there it counts all the user's processes: see `_process_limit`)
     open_files: int = 128
+    pending_signals: int = 64  # RLIMIT_SIGPENDING: the user's allowance of queued signals is not the sandbox's
     file_bytes: int = 1 << 20  # RLIMIT_FSIZE, in the private tmpfs (0 in basic mode: no file of the host)
     tmp_bytes: int = 4 << 20
     tmp_inodes: int = 1024
@@ -287,6 +288,8 @@ def _set_limits(policy, processes):
               (resource.RLIMIT_FSIZE, file_bytes), (resource.RLIMIT_MEMLOCK, 0)]
     if hasattr(resource, "RLIMIT_MSGQUEUE"):  # POSIX message queues: none (Linux)
         limits.append((resource.RLIMIT_MSGQUEUE, 0))
+    if hasattr(resource, "RLIMIT_SIGPENDING"):  # queued signals are charged to the user (and its namespaces')
+        limits.append((resource.RLIMIT_SIGPENDING, policy.pending_signals))
     if policy.address_space:
         limits.append((resource.RLIMIT_AS, policy.address_space))
     if processes:

@@ -3,9 +3,11 @@
 The filter is compiled once per process by libseccomp (the library systemd, Docker,
 bubblewrap and nsjail use; Debian's `libseccomp2`, loaded through ctypes) into raw
 BPF bytes; a worker only hands those bytes to prctl, which needs no library at all.
-Refused with EPERM (or ENOSYS/EAFNOSUPPORT where that makes callers fall back):
+Refused with EPERM (or ENOSYS/EAFNOSUPPORT/ENOLCK where that makes callers fall back):
 debugging other processes, keyrings, mounting, namespaces, eBPF, perf events,
-userfaultfd, io_uring, kernel modules, kexec, clocks, swap, and sockets (netlink,
+userfaultfd, io_uring, kernel modules, kexec, clocks, swap, every per-user or
+machine-wide kernel allowance a solution never needs (AIO, inotify, epoll, POSIX and
+SysV IPC, POSIX timers, memfds on the CPU, pipes beyond 64 KiB, byte-range locks), and sockets (netlink,
 vsock, packet... reach past the network namespace; unix and IP socket buffers are
 memory no per-process limit counts; on CUDA unix sockets stay for the driver). `setsid` succeeds without doing anything (the worker's session is the
 sandbox's CPU share where the kernel schedules a session's processes as one group:
@@ -27,14 +29,31 @@ DENIED = (
     "keyctl", "add_key", "request_key",
     # the filesystem view and the namespaces
     "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "mount_setattr", "move_mount", "open_tree",
-    "fsopen", "fsconfig", "fsmount", "fspick", "open_by_handle_at", "name_to_handle_at", "fanotify_init",
+    "fsopen", "fsconfig", "fsmount", "fspick", "open_by_handle_at", "fanotify_init",
     # kernel attack surface no solution uses
     "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
     "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "iopl", "ioperm", "vhangup",
     "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "lookup_dcookie", "uselib",
     "migrate_pages", "move_pages", "personality", "memfd_secret", "nfsservctl", "_sysctl",
+    # allowances the kernel keeps per user or for the whole machine, which a sandbox sharing a uid (userns,
+    # basic) or the machine would exhaust for everyone else; and memory held through a descriptor alone, which
+    # no rlimit and, without a memory cgroup, no watchdog counts (docs/sandbox.md: "Kernel allowances")
+    "io_setup", "io_submit", "io_getevents", "io_pgetevents", "io_cancel", "io_destroy",  # fs.aio-nr (machine)
+    "inotify_init", "inotify_init1", "inotify_add_watch",  # max_user_instances / max_user_watches (per user)
+    "epoll_create", "epoll_create1", "epoll_ctl",  # fs.epoll.max_user_watches (per user)
+    "mq_open", "mq_timedsend", "mq_notify",  # POSIX message queues (per user: RLIMIT_MSGQUEUE)
+    "timer_create",  # POSIX timers: a sigqueue each, charged to the user
+    "name_to_handle_at", "fanotify_mark",
 )
+# Created by the CUDA driver (its IPC and shared buffers): refused on the CPU only.
+DENIED_ON_CPU = ("memfd_create",)
+# SysV IPC: a private IPC namespace bounds it (seal.py: 16 segments of 4 MiB) in the namespace modes; in the basic
+# mode it is the machine's (kernel.shm*), so it is refused there.
+DENIED_WITHOUT_NAMESPACES = ("shmget", "shmat", "msgget", "msgsnd", "semget", "semop", "semtimedop")
+# fcntl commands refused: a pipe larger than its default 64 KiB (the user's pipe allowance, fs.pipe-user-pages-*,
+# and memory no rlimit counts), and POSIX byte-range locks (one kernel object per range, without bound).
+F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_SETPIPE_SZ = 6, 7, 37, 38, 1031
 # <linux/sched.h>: the namespace flags clone(2) must not carry
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080)
 # Sockets of every family are refused: a solution needs none, and without a memory cgroup (an ordinary user)
@@ -82,9 +101,10 @@ def _library():
     return lib
 
 
-@functools.lru_cache(maxsize=2)
-def program(unix_sockets=False):
-    """The filter as raw BPF bytes (built once per process and kind); SeccompUnavailable without libseccomp."""
+@functools.lru_cache(maxsize=4)
+def program(unix_sockets=False, basic=False):
+    """The filter as raw BPF bytes (built once per process and kind); SeccompUnavailable without libseccomp.
+    `unix_sockets`: CUDA's (unix sockets and memfds stay); `basic`: the mode without namespaces (SysV refused)."""
     lib = _library()
     context = lib.seccomp_init(SCMP_ACT_ALLOW)
     if not context:
@@ -98,8 +118,11 @@ def program(unix_sockets=False):
             if lib.seccomp_rule_add_array(context, _errno_action(code), number, len(comparisons), array) < 0:
                 raise SeccompUnavailable(f"libseccomp refused the rule for {name}")
 
-        for name in DENIED:
+        for name in DENIED + (() if unix_sockets else DENIED_ON_CPU) + (DENIED_WITHOUT_NAMESPACES if basic else ()):
             refuse(name, errno.EPERM)
+        refuse("fcntl", errno.EPERM, _ArgCmp(1, SCMP_CMP_EQ, F_SETPIPE_SZ, 0))
+        for command in (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW):
+            refuse("fcntl", errno.ENOLCK, _ArgCmp(1, SCMP_CMP_EQ, command, 0))
         # setsid succeeds and does nothing: without a cpu cgroup, the kernel's autogroups (one per session)
         # then give the whole sandbox one share of the CPU however many processes it starts.
         refuse("setsid", 0)

@@ -1,0 +1,129 @@
+"""One grade per file, whatever the path: the real `otter run` and `nbgrader autograde` against `make grade`.
+
+Two faults that grading must contain to one step: a function that never returns (an infinite loop
+in `causal_mask`) and a syntax error in one definition (`def project(...)` without its colon). The
+kit's judge gives each step its own time budget and loads every definition that parses; the Otter
+autograder (`make publish PARTS=otter`, run by `otter run`) and the nbgrader course (`nbgrader
+autograde`) must give the same score, step by step. Each tool runs once per fault file: Otter two
+submissions at a time, nbgrader one course with both notebooks, while the kit grades beside them.
+"""
+
+import csv
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from grader.build.exercises import code_sections
+from grader.chapter import STEP_KEYS
+from grader.integrations import nbgrader as course_builder
+from grader.integrations.otter import NAME
+from grader.integrations.otter_engine import grade_with_otter
+from grader.judging.judge import Options, grade_submission
+
+pytestmark = pytest.mark.kit
+
+STEP_SECONDS = 10  # the kit's default per-step budget, which the published autograders carry too
+
+
+def hang(clean):
+    """The solution with a `causal_mask` (step masking) that never returns."""
+    line = "    ones = torch.ones(context_length, context_length, dtype=torch.bool)\n"
+    assert line in clean
+    return clean.replace(line, "    while True:\n        pass\n" + line)
+
+
+def syntax_error(clean):
+    """The solution with one definition that does not parse (step projection; init_qkv_weights, in the same
+    cell, is fine)."""
+    line = "def project(x, W_query, W_key, W_value):"
+    assert line in clean
+    return clean.replace(line, line.rstrip(":"))
+
+
+def filled(release_text, source):
+    """The released nbgrader notebook with each step's code cell taken from `source`."""
+    document = json.loads(release_text)
+    sections = code_sections(source)
+    for cell in document["cells"]:
+        key = cell["id"].removesuffix("-code")
+        if cell["id"].endswith("-code") and key in sections:
+            cell["source"] = sections[key]
+    return json.dumps(document, indent=1, ensure_ascii=False)
+
+
+def kit_steps(folder, name, text, suite):
+    path = folder / name
+    path.write_text(text)
+    return grade_submission(path, path.stem, suite, Options.of(step_seconds=STEP_SECONDS)).step_scores()
+
+
+@pytest.fixture(scope="module")
+def faults(clean):
+    return {"hang": hang(clean), "syntax": syntax_error(clean)}
+
+
+@pytest.fixture(scope="module")
+def by_otter(otter_dist, faults, suite, tmp_path_factory):
+    """{fault: (Otter's step scores, the kit's)} for the .py files, graded two at a time."""
+    folder = tmp_path_factory.mktemp("otter-parity")
+    autograder = otter_dist / "otter" / f"{NAME}-autograder.zip"
+
+    def otter(fault):
+        path = folder / f"{fault}.py"
+        path.write_text(faults[fault])
+        result = grade_with_otter(path, fault, suite, Options.of(step_seconds=STEP_SECONDS), autograder=autograder)
+        return result.step_scores(), [(t.name, t.output[:200]) for t in result.tests if t.score < t.max_score]
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        otter_runs = {fault: pool.submit(otter, fault) for fault in faults}
+        kit = {fault: kit_steps(folder, f"kit-{fault}.py", faults[fault], suite) for fault in faults}
+        return {fault: (*otter_runs[fault].result(), kit[fault]) for fault in faults}
+
+
+@pytest.fixture(scope="module")
+def by_nbgrader(faults, suite, tmp_path_factory):
+    """{fault: (nbgrader's step scores, the kit's)}: one course, one `nbgrader autograde` of both notebooks."""
+    dist = tmp_path_factory.mktemp("nbgrader-parity")
+    course_builder.build(dist)
+    course = dist / "nbgrader"
+    release = (course / "release" / "attention" / "attention.ipynb").read_text()
+    notebooks = {fault: filled(release, text) for fault, text in faults.items()}
+    roster = course / "students.csv"
+    roster.write_text("id,first_name,last_name,email\n" + "".join(f"{fault},A,B,\n" for fault in faults))
+    course_builder.nbgrader(course, "db", "student", "import", str(roster))
+    course_builder.nbgrader(course, "db", "assignment", "add", "attention", "--duedate=2030-01-01 00:00:00 UTC")
+    for fault, text in notebooks.items():
+        folder = course / "submitted" / fault / "attention"
+        folder.mkdir(parents=True)
+        (folder / "attention.ipynb").write_text(text)
+        (folder / "timestamp.txt").write_text("2029-12-31 12:00:00 UTC")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        kit = pool.submit(lambda: {fault: kit_steps(dist, f"{fault}.ipynb", text, suite)
+                                   for fault, text in notebooks.items()})
+        course_builder.nbgrader(course, "autograde", "attention")
+        course_builder.nbgrader(course, "export", "--to", str(course / "export.csv"))
+        kit = kit.result()
+    with open(course / "export.csv", newline="", encoding="utf-8") as stream:
+        exported = {row["student_id"]: row for row in csv.DictReader(stream)}
+    return {fault: ({key: float(exported[fault][key]) for key in STEP_KEYS}, kit[fault]) for fault in faults}
+
+
+@pytest.mark.parametrize("fault", ["hang", "syntax"])
+def test_otter_gives_the_kits_step_scores(by_otter, fault):
+    otter, failed, kit = by_otter[fault]
+    assert otter == kit, (fault, "otter vs kit", failed[:4])
+
+
+@pytest.mark.parametrize("fault", ["hang", "syntax"])
+def test_nbgrader_gives_the_kits_step_scores(by_nbgrader, fault):
+    nbgrader, kit = by_nbgrader[fault]
+    assert nbgrader == kit, (fault, "nbgrader vs kit")
+
+
+def test_each_fault_costs_one_step_only(by_otter, by_nbgrader, maxima):
+    """What the parity is about: the kit itself contains each fault to its step."""
+    for fault, step in (("hang", "masking"), ("syntax", "projection")):
+        for kit in (by_otter[fault][2], by_nbgrader[fault][1]):
+            assert kit[step] < maxima[step], fault
+            assert all(kit[key] == maxima[key] for key in STEP_KEYS if key != step), (fault, kit)
