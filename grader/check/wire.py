@@ -11,6 +11,7 @@ base64 text inside the JSON: a class run sends hundreds of thousands of tensors.
 import base64
 import json
 import math
+import re
 import struct
 import threading
 
@@ -50,13 +51,57 @@ class Unsendable(Exception):
     """Student code returned something that cannot cross to the judge; the message says what and why."""
 
 
+def _host_names():
+    """What of the grading machine student code can read (sys.path, a module's __file__, a traceback, its uid)
+    but no feedback may show: the kit's folder, the Python installation and virtual environment, the grading
+    user's home, name and the machine's name, longest first, each with the placeholder it becomes."""
+    import os
+    import socket
+    import sys
+
+    from grader.paths import ROOT
+
+    places = {}
+    for path, placeholder in ((ROOT, "<kit>"), (sys.prefix, "<python>"), (sys.base_prefix, "<python>"),
+                              (sys.exec_prefix, "<python>"), (os.path.expanduser("~"), "<home>")):
+        for form in {str(path), os.path.realpath(path)}:
+            if len(form) > 4 and form.count("/") >= 2 or form.startswith(("/root", "/home")):
+                places.setdefault(form.rstrip("/"), placeholder)  # never "/", "/usr", "/opt": not the host's own
+    names = set()
+    try:  # (no pwd module on Windows, where a student may run the public checks)
+        user = __import__("pwd").getpwuid(os.getuid()).pw_name
+        if len(user) >= 3 and user not in ("root", "nobody"):  # a word of its own ("square root") is no secret
+            names.add((user, "<user>"))
+    except (ImportError, AttributeError, KeyError):
+        pass
+    host = socket.gethostname()
+    if len(host) >= 4 and host not in ("localhost", "sandbox"):
+        names.add((host, "<host>"))
+    parts = [(re.escape(path), placeholder) for path, placeholder in sorted(places.items(), key=lambda i: -len(i[0]))]
+    parts += [(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", placeholder) for name, placeholder in names]
+    return re.compile("|".join(f"(?P<m{index}>{pattern})" for index, (pattern, _) in enumerate(parts))), \
+        [placeholder for _, placeholder in parts]
+
+
+_HOST_PATTERN, _HOST_PLACEHOLDERS = _host_names()
+
+
+def _without_host(text):
+    return _HOST_PATTERN.sub(lambda match: _HOST_PLACEHOLDERS[int(match.lastgroup[1:])], text)
+
+
 def clean_text(text, limit=MAX_TEXT):
-    """A string safe to show and to write as UTF-8: lone surrogates replaced, length bounded."""
+    """A string safe to show and to write as UTF-8: lone surrogates replaced, length bounded, and the grading
+    machine's own paths and names (`_host_names`) replaced by placeholders. Every text of a worker that the
+    judge keeps passes here (decode, StudentError, load problems), so none reaches a student's feedback."""
     if type(text) is str and text.isascii():  # the common case, decided without a copy
+        if _HOST_PATTERN.search(text) is not None:
+            text = _without_host(text)
         return text if len(text) <= limit else text[:limit] + "... (cut)"
     text = str.__str__(text) if isinstance(text, str) else str(text)
     if not text.isascii():
         text = text.encode("utf-8", "replace").decode("utf-8")
+    text = _without_host(text)
     return text if len(text) <= limit else text[:limit] + "... (cut)"
 
 

@@ -511,6 +511,10 @@ def summary_text(submissions, total, rates, counts, outliers, limit_rows, class_
     if limit_rows:
         lines.append("limits hit: " + ", ".join(f"{name} ({limit['step']}: {limit['kind']})"
                                                 for name, limit in limit_rows[:5]))
+    refused = [(s.name, class_view.not_graded(s)) for s in submissions if class_view.not_graded(s)]
+    if refused:  # in the words of their feedback pages
+        lines.append(f"not graded at all: {len(refused)} (" + "; ".join(f"{name}: {why}" for name, why in refused[:3])
+                     + ("; ..." if len(refused) > 3 else "") + ")")
     return "\n".join(lines + list(class_lines))
 
 

@@ -1016,3 +1016,28 @@ def test_forged_shapes_are_refused_before_the_judge_computes_with_them(grade, cl
     assert honest_run.most < 1 << 20, honest_run.most
     assert forged_run.most <= 4_000_000, f"the judge computed on {forged_run.most} entries at once"
 
+
+def host_markers():
+    """Paths and names of the grading machine no feedback may show."""
+    import pwd
+    import socket
+
+    found = {str(ROOT), sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix), os.path.dirname(torch.__file__)}
+    if os.path.expanduser("~") not in ("/", ""):
+        found.add(os.path.expanduser("~"))
+    user = pwd.getpwuid(os.getuid()).pw_name
+    return {marker for marker in found if len(marker) > 4} | ({user} if user not in ("root", "nobody") else set()) | \
+        ({socket.gethostname()} if len(socket.gethostname()) >= 4 else set())
+
+
+def test_nothing_of_the_host_reaches_the_students_feedback(grade, clean):
+    """The worker can read the kit's path, the interpreter's and the instructor's home (sys.path, __file__,
+    a traceback); what it reports reaches feedback only with those replaced by placeholders."""
+    result = grade(clean + "\n\n" + (ATTACK_FILES / "host_paths.py").read_text())
+    texts = [test.output for test in result.tests] + [str(problem) for problem in getattr(result, "problems", [])]
+    shown = "\n".join(texts)
+    assert "HOSTPATHS" in shown, "the attack never reported"
+    leaked = sorted(marker for marker in host_markers() if marker in shown)
+    assert not leaked, (leaked, shown[:2000])
+    assert "<python>" in shown  # what was there, said without the host's own names
+

@@ -301,7 +301,8 @@ def test_the_report_names_a_file_that_could_not_be_graded(tmp_path, suite, maxim
                                     out / "results" / "someone.json")
     submissions, _ = report.load(out)
     assert class_view.what_went_wrong(submissions[0], maxima) == [f"not graded: {why}"]
-    text, _, _ = report.build(out)
+    text, _, summary = report.build(out)
+    assert f"not graded at all: 1 (someone: {why})" in summary
     assert "no known cause" not in text and "partly did not load" not in text and "had parts" not in text
     assert html.escape(f"not graded: {why}") in text
     assert not report.undiagnosed(submissions, maxima)
