@@ -9,7 +9,7 @@
 #   make grade REQUIRE_SANDBOX=1   refuse to grade unless every protection of the OS sandbox is on (docs/sandbox.md)
 #   make grade OVERRIDES=overrides.csv   student,step,points,reason: applied to grades.csv, LMS files, report
 #   make regrade STUDENT=name [SUBMISSION=file.py] [OUT=out]   regrade one student of a graded class
-#     (over a student's overrides, SUBMISSION=file needs KEEP_OVERRIDES=1 or OVERRIDES=file without them)
+#     (a student's overrides over another file: KEEP_OVERRIDES=1, or OVERRIDES=file without them; grade too)
 #   make bench [COUNT=200] [DEVICE=cuda]   speed and memory figures against the targets
 #   make report [OUT=out]          the cohort report OUT/report.html from OUT/results (also after each bulk grade)
 #   make diagnose-report [JOBS=N] [SPLIT=held-out]   caught / named / wrong cause per split, and the variants
@@ -60,7 +60,7 @@ GRADING := --device $(DEVICE) $(if $(JOBS),--jobs $(JOBS)) --engine $(ENGINE) \
 	$(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(MEMORY_LIMIT),--memory-limit $(MEMORY_LIMIT)) \
 	$(if $(SUBMISSION_TIME_LIMIT),--submission-time-limit $(SUBMISSION_TIME_LIMIT)) \
 	$(if $(ROSTER),--roster $(ROSTER)) $(if $(OVERRIDES),--overrides $(OVERRIDES)) \
-	$(if $(REQUIRE_SANDBOX),--require-sandbox)
+	$(if $(REQUIRE_SANDBOX),--require-sandbox) $(if $(KEEP_OVERRIDES),--keep-overrides)
 
 .PHONY: test grade regrade merge bench student check publish clean
 
@@ -97,8 +97,7 @@ grade: $(VENV)/.installed sandbox-libs
 # make regrade STUDENT=name [SUBMISSION=file]: one student again, into the class's OUT (every class file follows).
 regrade: $(VENV)/.installed sandbox-libs
 	$(if $(STUDENT),,$(error make regrade needs STUDENT=<a name from $(OUT)/grades.csv>))
-	$(PY) -m grader regrade $(STUDENT) --out $(OUT) $(GRADING) $(if $(SUBMISSION),--submission $(SUBMISSION)) \
-	  $(if $(KEEP_OVERRIDES),--keep-overrides)
+	$(PY) -m grader regrade $(STUDENT) --out $(OUT) $(GRADING) $(if $(SUBMISSION),--submission $(SUBMISSION))
 
 # make merge SHARDS="out-1 out-2 out-3" [OUT=out]: one class from the OUT folders of SHARD=i/N runs.
 merge: $(VENV)/.installed

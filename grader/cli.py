@@ -217,8 +217,22 @@ def check_class_run(args, collected):
               and not args.shard)
     if single or not (collected.submissions or collected.rejected):
         return
-    record = class_run_record(class_record.read_record(args.out), collected, args)
-    check_class_inputs(record, [name for name, _ in collected.submissions] + list(collected.rejected))
+    before = class_record.read_record(args.out)
+    record = class_run_record(dict(before), collected, args)
+    found = check_class_inputs(record, [name for name, _ in collected.submissions] + list(collected.rejected))
+    regrades = record.get("regrades") or {}
+    paths = {name: Path(regrades[name]) if regrades.get(name) and Path(regrades[name]).is_file() else path
+             for name, path in collected.submissions}
+    basis = before.get("override_files") or {}
+    args.override_files, refused = {}, []
+    for name in sorted(found):
+        if paths.get(name):
+            try:
+                args.override_files[name] = kept_overrides(name, found[name], paths[name], basis, args, "grade")[1]
+            except UsageError as error:
+                refused.append(str(error))
+    if refused:
+        raise UsageError(" | ".join(refused))
 
 
 def check_class_inputs(record, names):
@@ -305,6 +319,8 @@ def with_roster_and_overrides(record, args):
                             "text": Path(args.roster).read_text(encoding="utf-8-sig")}
     if getattr(args, "overrides", None) is not None:
         record["overrides"] = [override.as_dict() for override in args.overrides]
+    if getattr(args, "override_files", None) is not None:  # set by check_class_run
+        record["override_files"] = args.override_files
     return record
 
 
@@ -325,20 +341,26 @@ DROP_OVERRIDES = ("to drop them, delete their line(s) from your overrides file a
                   "(OVERRIDES=overrides.csv: it replaces the overrides recorded in OUT/class.json)")
 
 
-def kept_overrides(name, applying, args):
-    """The line saying which overrides still apply to the regraded student, or "" when none do. An override
-    was given for the work graded then: over a file sent later (SUBMISSION=...) it may no longer be right,
-    so that regrade is refused (exit 2, nothing graded) unless the instructor keeps them (--keep-overrides)
-    or gives an overrides file without them."""
+def kept_overrides(name, applying, path, basis, args, command="regrade"):
+    """(line, digest): the line saying which overrides still apply to `name` ("" when none do) and the digest
+    of `path`, the file now graded for them. An override was given for the work graded then (`basis`:
+    {name: digest} from OUT/class.json): over other bytes (a file sent later, a new download) it may no
+    longer be right, so that run is refused (exit 2, before grading) unless the instructor keeps them
+    (--keep-overrides) or gives an overrides file without them. With no digest recorded (an OUT of an
+    older kit), a regrade from SUBMISSION=... counts as other bytes."""
+    from grader.classes.overrides import source_digest
+
     if not applying:
-        return ""
+        return "", None
+    digest = source_digest(path)
     listing = "; ".join(override.describe() + (f" [{override.where}]" if override.where else "")
                         for override in applying)
-    if args.submission and not args.keep_overrides:
-        raise UsageError(f"{name} has {len(applying)} override(s) that would also apply to {args.submission}: "
-                         f"{listing}. They were given for the file graded before: {DROP_OVERRIDES}; to keep them, "
-                         "regrade with KEEP_OVERRIDES=1 (--keep-overrides)")
-    return f"still overridden: {name}: {listing} ({DROP_OVERRIDES})"
+    other = basis[name] != digest if basis.get(name) else command == "regrade" and bool(args.submission)
+    if other and not args.keep_overrides:
+        raise UsageError(f"{name} has {len(applying)} override(s) that would also apply to another file than the "
+                         f"one they were given for ({path}): {listing}. {DROP_OVERRIDES[0].upper()}"
+                         f"{DROP_OVERRIDES[1:]}; to keep them, {command} with KEEP_OVERRIDES=1 (--keep-overrides)")
+    return f"still overridden: {name}: {listing} ({DROP_OVERRIDES})", digest
 
 
 def regrade_command(args):
@@ -355,7 +377,13 @@ def regrade_command(args):
     if name is None:
         raise UsageError(f"{args.student!r} is not a submission of {out} (see its grades.csv)")
     with_roster_and_overrides(record, args)  # a new ROSTER or OVERRIDES is checked before grading
-    kept = kept_overrides(name, check_class_inputs(record, names).get(name, []), args)
+    overridden = check_class_inputs(record, names)
+    basis = record.get("override_files") or {}
+    if args.submission:  # a file sent later: asked about before torch is imported
+        submitted = Path(args.submission)
+        if not submitted.is_file() or submitted.suffix not in (".py", ".ipynb"):
+            raise UsageError(f"{submitted} is not a .py or .ipynb file")
+        kept_overrides(name, overridden.get(name, []), submitted, basis, args)
     from grader.judging.judge import Options  # imports torch: after the checks above, which cost nothing
 
     sandbox_check(args)
@@ -373,6 +401,10 @@ def regrade_command(args):
             if name not in found:
                 raise UsageError(f"{name} is no longer in {record['source']}: give the file, SUBMISSION=...")
             path = found[name]
+        kept, digest = kept_overrides(name, overridden.get(name, []), path, basis, args)
+        record["override_files"] = {known: value for known, value in basis.items() if known in overridden}
+        if digest:  # the file the kept overrides now stand for
+            record["override_files"][name] = digest
         tests = discover(kinds=("public",) if args.public_only else ("public", "hidden"))
         maxima = max_points(tests)
         options = Options(args.device, Limits(args.time_limit, args.memory_limit, args.submission_time_limit))
@@ -537,6 +569,9 @@ def add_grading_options(parser):
                              "or participants export, a plain roster): also write OUT/canvas_grades.csv and "
                              "OUT/moodle_grades.csv (and moodle_worksheet.csv), empty for students who did not submit")
     parser.add_argument("--overrides", type=overrides_argument, default=None, help=OVERRIDES_HELP)
+    parser.add_argument("--keep-overrides", action="store_true",
+                        help="apply a student's overrides to another file than the one they were given for (a "
+                             "regrade from --submission, a changed download); without it such a run is refused")
     parser.add_argument("--submission-time-limit", type=seconds_argument, default=DEFAULTS.submission_seconds,
                         help=f"seconds for all steps of one submission (default {DEFAULTS.submission_seconds:g})")
     parser.add_argument("--engine", choices=("kit", "otter"), default="kit",
@@ -573,9 +608,6 @@ def main(argv=None):
     regrade.add_argument("--out", default="out", help="the graded class folder (default: out)")
     regrade.add_argument("--submission", default=None,
                          help="grade this file as the student's (default: the student's file in the graded class)")
-    regrade.add_argument("--keep-overrides", action="store_true",
-                         help="keep the student's overrides over the --submission file (without it, such a regrade "
-                              "is refused: an override was given for the work graded before)")
     add_grading_options(regrade)
     merge = commands.add_parser("merge", help="combine the OUT folders of sharded runs into one class")
     merge.add_argument("shards", nargs="+", help="the OUT folders of the `grade --shard i/N` runs")

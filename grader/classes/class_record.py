@@ -5,6 +5,7 @@
     origins       {submission: {lms, key, student, late, original}} for LMS downloads (see lms_names)
     roster        {"file", "text"}: the roster CSV as given, so a regrade rewrites the LMS files without it
     overrides     the instructor's overrides as read (see overrides), applied to every class file
+    override_files {submission: digest of the file its overrides stand for}: another file asks first
 and, written with the class files (grades.csv, LMS files, report):
     students      the roster's students, each with the submission matched to it (None: did not submit)
     final         {submission: {steps, total, overrides, late}}: the scores every class file shows

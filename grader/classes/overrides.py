@@ -13,12 +13,14 @@ report, each listed with its reason.
 
 An override that cannot apply is an error, never a note: a student who is no submission of the class (the
 message names the closest names), a roster student without a submission, a name that fits two students,
-two different overrides of one step, a step that is not the chapter's, points out of range. `regrade` of
-a student from another file asks what to do with their overrides (see grader.cli.regrade_command).
+two different overrides of one step, a step that is not the chapter's, points out of range. A run that
+grades another file for a student with overrides (a regrade from a file sent later, a new download)
+asks what to do with them first (see grader.cli.kept_overrides).
 """
 
 import csv
 import difflib
+import hashlib
 import io
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -141,6 +143,12 @@ def _unknown(student, names, aliases, absent, spelt):
     hint = f"closest: {', '.join(repr(known[key]) for key in close)}" if close else "no name is close"
     return (f"override for {student!r} names no submission of this class ({hint}; a student is named as in "
             "grades.csv, or by a roster identifier)")
+
+
+def source_digest(path):
+    """The digest of the file a student's overrides were given for (OUT/class.json `override_files`): a
+    later run that grades other bytes for that student asks before applying them again."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:32]
 
 
 def final_scores(result, overrides=()):

@@ -249,6 +249,24 @@ def test_bad_rosters_and_overrides_stop_a_class_run_before_grading(graded_class,
     assert snapshot(out) == before  # refused before grading: the class's files are as they were
 
 
+def test_a_class_graded_again_with_a_new_file_for_an_overridden_student_asks_first(graded_class, tmp_path, clean,
+                                                                                     capsys):
+    """The same fault through `make grade`: a new download where bob resubmitted would apply the override of
+    his old file to the new one. Refused before grading unless kept (or dropped with an overrides file)."""
+    folder, graded = graded_class
+    assert set(class_record.read_record(graded)["override_files"]) == {"bob"}
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    before = snapshot(out)
+    download = tmp_path / "class"
+    shutil.copytree(folder / "class", download)
+    (download / "bob.py").write_text(clean, encoding="utf-8")
+    code = cli.main(["grade", str(download), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "bob has 1 override(s)" in err and "grade with KEEP_OVERRIDES=1" in err, err
+    assert snapshot(out) == before
+
+
 def test_when_the_lms_files_cannot_be_written_grades_csv_and_results_stay(graded_class, tmp_path, maxima):
     """The write-time refusal (a class whose roster stopped matching): grades.csv, results and the report are
     written, the stale LMS files removed, the run refused."""
@@ -283,14 +301,17 @@ def test_a_regrade_from_a_fixed_file_over_an_override_is_an_explicit_choice(grad
     code = cli.main(["regrade", "bob", "--out", str(out), "--submission", str(fixed)])
     err = capsys.readouterr().err
     assert code == 2 and "bob has 1 override(s)" in err and "masking set to 12 (agreed in office hours)" in err, err
-    assert "overrides.csv, line 2" in err and "KEEP_OVERRIDES=1" in err and "OVERRIDES=" in err
+    assert "overrides.csv, line 2" in err and "regrade with KEEP_OVERRIDES=1" in err and "OVERRIDES=" in err
     assert snapshot(out) == before
-    # Kept on purpose, it is said after the regrade; the same file regraded says it too.
+    # Kept on purpose, it is said after the regrade; the same file regraded keeps them and says so too.
+    basis = class_record.read_record(out)["override_files"]
     args = type("Args", (), {"submission": str(fixed), "keep_overrides": True})
     applying = [Override("b@x.edu", "masking", 12, "agreed in office hours", "overrides.csv, line 2")]
-    assert cli.kept_overrides("bob", applying, args).startswith("still overridden: bob: masking set to 12")
-    args.submission, args.keep_overrides = None, False
-    assert "delete their line(s)" in cli.kept_overrides("bob", applying, args)
+    line, digest = cli.kept_overrides("bob", applying, fixed, basis, args)
+    assert line.startswith("still overridden: bob: masking set to 12") and digest != basis["bob"]
+    args.keep_overrides = False
+    line, digest = cli.kept_overrides("bob", applying, folder / "class" / "bob.py", basis, args)  # the same bytes
+    assert "delete their line(s)" in line and digest == basis["bob"]
     # Dropped: an overrides file without bob's line; the fixed file gets its full grade, no mark.
     empty = overrides_file(tmp_path / "overrides.csv")
     done = subprocess.run([sys.executable, "-m", "grader", "regrade", "bob", "--out", str(out), "--submission",
@@ -303,7 +324,7 @@ def test_a_regrade_from_a_fixed_file_over_an_override_is_an_explicit_choice(grad
     assert "still overridden" not in done.stdout
 
 
-def test_keep_overrides_is_a_make_knob_of_regrade(tmp_path):
+def test_keep_overrides_is_a_make_knob_of_grade_and_regrade(tmp_path):
     from tests.kit.project import kit_project, shell_env
 
     project = kit_project(tmp_path / "kit")
@@ -311,6 +332,9 @@ def test_keep_overrides_is_a_make_knob_of_regrade(tmp_path):
                          cwd=project, capture_output=True, text=True, timeout=60, env=shell_env())
     assert dry.returncode == 0, dry.stderr
     assert "--submission fixed.py" in dry.stdout and "--keep-overrides" in dry.stdout
+    grade = subprocess.run(["make", "-n", "grade", "KEEP_OVERRIDES=1"], cwd=project, capture_output=True, text=True,
+                           timeout=60, env=shell_env())
+    assert "--keep-overrides" in grade.stdout
     plain = subprocess.run(["make", "-n", "regrade", "STUDENT=bob"], cwd=project, capture_output=True, text=True,
                            timeout=60, env=shell_env())
     assert "--keep-overrides" not in plain.stdout
