@@ -1041,3 +1041,32 @@ def test_nothing_of_the_host_reaches_the_students_feedback(grade, clean):
     assert not leaked, (leaked, shown[:2000])
     assert "<python>" in shown  # what was there, said without the host's own names
 
+@pytest.mark.skipif(not RUNNING_AS_ROOT, reason="the sweep of the workers' uids runs as root")
+def test_no_leftover_however_deep_stops_the_sweep(tmp_path):
+    """What a worker without namespaces left (here: 5000 nested folders, each with a link out, beside a wide
+    folder) is swept without following a link, without recursion and without raising: shutil.rmtree raised
+    RecursionError there, which crashed the judge and every later run on the machine (the sweep runs first)."""
+    from grader.sandbox import processes
+
+    uid = processes.UID_BASE + len(processes.UidPool().uids) - 1  # the pool's last uid: free unless 512 run
+    top = Path(tempfile.mkdtemp(prefix="hostile-chain-", dir="/dev/shm"))
+    outside = tmp_path / "outside"
+    outside.write_text("must stay")
+    folder = os.open(top, os.O_RDONLY)
+    for _ in range(5000):
+        os.mkdir("d", dir_fd=folder)
+        os.symlink(outside, "out", dir_fd=folder)
+        inner = os.open("d", os.O_RDONLY, dir_fd=folder)
+        os.close(folder)
+        folder = inner
+    os.close(folder)
+    (top / "wide").mkdir()
+    for index in range(3000):
+        (top / "wide" / str(index)).touch()
+    os.chown(top, uid, uid)
+    try:
+        processes.sweep_uid(uid, folders=("/dev/shm",))
+        assert not top.exists(), "the chain was left behind"
+        assert outside.read_text() == "must stay"
+    finally:
+        processes.remove_tree(str(top))
