@@ -250,8 +250,8 @@ def check_class_inputs(record, names):
         try:
             roster = lms.read_roster_text(record["roster"]["text"], given)
             lms.check_match(roster, names, record.get("origins"),
-                            when=" (a roster is recorded in OUT/class.json for the runs after: ROSTER=<file> "
-                                 "replaces it)")
+                            when=" (a roster given once is recorded in OUT/class.json for the later runs on that "
+                                 "OUT: ROSTER=<file> replaces it, a new OUT starts without one)")
         except lms.RosterError as error:
             raise UsageError(str(error)) from None
         students = lms.roster_record(roster, [Named(name=name, score=0.0) for name in names], record.get("origins"))
