@@ -87,8 +87,36 @@ sandbox-libs:
 	  ($(if $(filter 0,$(shell id -u)),,sudo) apt-get update && \
 	   $(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y libseccomp2))
 
+# The hostile battery (tests/kit/test_hostile_battery.py) grades as root, as an ordinary user and in the
+# sandbox's basic mode; as root (CI) it fails rather than skip when what it needs is missing. As root this
+# creates that account (kittest, no login, no home) and a Python it can run without opening any folder of
+# the kit or of root: a virtual environment of the system's python3.X (installed where missing) in
+# TEST_VENV, its site-packages hard links of .venv's (copied across file systems), rebuilt when .venv is.
+# As an ordinary user there is nothing to do: the battery grades as that user.
+TEST_USER := kittest
+TEST_VENV := /opt/attention-kit-tests/venv
+.PHONY: test-account
+test-account: $(VENV)/.installed
+	@if [ "$$(id -u)" != 0 ]; then exit 0; fi; set -e; \
+	id -u $(TEST_USER) >/dev/null 2>&1 || useradd --system --user-group --no-create-home --home-dir /nonexistent \
+	  --shell /usr/sbin/nologin $(TEST_USER); \
+	if [ "$(TEST_VENV)/.built" -nt "$(VENV)/.installed" ]; then exit 0; fi; \
+	version=$$($(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+	base=/usr/bin/python$$version; \
+	[ -x "$$base" ] || env DEBIAN_FRONTEND=noninteractive apt-get install -y python$$version-minimal python$$version || \
+	  (apt-get update && env DEBIAN_FRONTEND=noninteractive apt-get install -y python$$version-minimal python$$version); \
+	rm -rf "$(TEST_VENV).new"; mkdir -p "$$(dirname $(TEST_VENV))"; chmod 755 "$$(dirname $(TEST_VENV))"; \
+	"$$base" -m venv --without-pip "$(TEST_VENV).new"; \
+	packages=lib/python$$version/site-packages; \
+	cp -al "$(VENV)/$$packages/." "$(TEST_VENV).new/$$packages/" 2>/dev/null || \
+	  cp -a "$(VENV)/$$packages/." "$(TEST_VENV).new/$$packages/"; \
+	find "$(TEST_VENV).new" -type d -exec chmod a+rx {} +; \
+	rm -rf "$(TEST_VENV)"; mv "$(TEST_VENV).new" "$(TEST_VENV)"; touch "$(TEST_VENV)/.built"; \
+	runuser -u $(TEST_USER) -- "$(TEST_VENV)/bin/python" -c 'import torch, numpy' || \
+	  { echo "make test-account: $(TEST_USER) cannot import torch from $(TEST_VENV)" >&2; exit 1; }
+
 # The public and hidden tests run in-process on the reference; tests/kit grades through the sandbox.
-test: $(VENV)/.installed $(CHROMIUM) sandbox-libs
+test: $(VENV)/.installed $(CHROMIUM) sandbox-libs test-account
 	SUBMISSION=solutions/attention.py $(PY) -m pytest -q
 
 grade: $(VENV)/.installed sandbox-libs
