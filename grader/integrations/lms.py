@@ -167,13 +167,14 @@ def read_roster_text(text, label="roster"):
 
 def _refuse_repeated_students(roster):
     """One row per student: an identifier on two rows would give that student two cells in the import
-    (Canvas applies both, the empty one last or first) and leaves one of them "without a submission". A
-    name counts only on rows that have no identifier at all (two students may share a name)."""
+    (Canvas applies both, the empty one last or first) and leaves one of them "without a submission". An
+    email counts only on rows without an account id (Moodle may let two accounts share one address), a
+    name only on rows without any identifier (two students may share a name)."""
     rows = {}
     for student in roster.students:
-        keys = [(TITLES[key], getattr(student, key)) for key in IDENTIFIERS if getattr(student, key)]
+        keys = [(TITLES[key], getattr(student, key)) for key in IDENTIFIERS if key != "email" and getattr(student, key)]
         keys += [(TITLES["participant"], student.participant_id)] if student.participant_id else []
-        for title, value in keys or [("name", student.name)]:
+        for title, value in keys or ([("email", student.email)] if student.email else [("name", student.name)]):
             rows.setdefault((title, value.casefold()), (title, value, []))[2].append(student)
     repeated, seen = [], set()
     for title, value, students in rows.values():  # one entry per set of rows (not per identifier they share)

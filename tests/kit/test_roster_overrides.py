@@ -102,6 +102,12 @@ def test_a_moodle_worksheet_with_a_participant_twice_and_a_name_only_list_are_re
     two = lms.read_roster(write_csv(tmp_path / "namesakes.csv", [["Name", "Email"], ["Jo Li", "a@x.edu"],
                                                                  ["Jo Li", "b@x.edu"]]))
     assert [student.email for student in two.students] == ["a@x.edu", "b@x.edu"]
+    # Two accounts may share an email (Moodle allows it): their usernames tell them apart; without them, refused.
+    shared = lms.read_roster(write_csv(tmp_path / "shared.csv", [["Name", "Username", "Email"], ["Jo", "jo1", "f@x.edu"],
+                                                                 ["Al", "al2", "F@x.edu"]]))
+    assert [student.username for student in shared.students] == ["jo1", "al2"]
+    with pytest.raises(lms.RosterError, match=r"email 'f@x.edu' on lines 2, 3"):
+        lms.read_roster(write_csv(tmp_path / "emails.csv", [["Name", "Email"], ["Jo", "f@x.edu"], ["Jo", "F@x.edu"]]))
 
 
 # -- 2. a roster that finds too few submissions ------------------------------------------------------
