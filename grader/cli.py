@@ -375,7 +375,9 @@ def regrade_command(args):
         (known for known in names if known.casefold() == args.student.casefold()),
         class_record.aliases_of(record).get(args.student))
     if name is None:
-        raise UsageError(f"{args.student!r} is not a submission of {out} (see its grades.csv)")
+        shared = args.student in class_record.aliases_of(record)  # a name or id of several roster students
+        raise UsageError(f"{args.student!r} " + ("names more than one student of the roster: give the submission's "
+                         "name as in" if shared else "is not a submission of") + f" {out} (see its grades.csv)")
     with_roster_and_overrides(record, args)  # a new ROSTER or OVERRIDES is checked before grading
     overridden = check_class_inputs(record, names)
     basis = record.get("override_files") or {}

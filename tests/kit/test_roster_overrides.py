@@ -10,6 +10,7 @@ one class of three is graded once through the real CLI, and one regrade from a f
 
 import csv
 import io
+import json
 import shutil
 import subprocess
 import sys
@@ -344,3 +345,13 @@ def test_keep_overrides_is_a_make_knob_of_grade_and_regrade(tmp_path):
     plain = subprocess.run(["make", "-n", "regrade", "STUDENT=bob"], cwd=project, capture_output=True, text=True,
                            timeout=60, env=shell_env())
     assert "--keep-overrides" not in plain.stdout
+
+
+def test_a_regrade_by_a_name_two_students_share_is_refused(tmp_path, capsys):
+    """Before: `regrade "Jo Li"` regraded the first Jo Li of the roster, whichever was meant."""
+    (tmp_path / "class.json").write_text(json.dumps({"final": {"lijo_5000": {}, "lijo_5001": {}}, "students": [
+        {"name": "Jo Li", "canvas_id": "5000", "submission": "lijo_5000"},
+        {"name": "Jo Li", "canvas_id": "5001", "submission": "lijo_5001"}]}), encoding="utf-8")
+    assert cli.main(["regrade", "Jo Li", "--out", str(tmp_path)]) == 2
+    assert "'Jo Li' names more than one student of the roster" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()
