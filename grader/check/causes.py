@@ -36,11 +36,34 @@ PROBES = {
         "one": "the scores are not scaled", "d_k": "the scores are divided by d_k",
         "inverse": "the scores are multiplied by sqrt(d_k)", "d_in": "the scores are divided by sqrt(d_in)",
         "d_out": "the scores are divided by sqrt(d_out)", "heads": "the scores are divided by sqrt(num_heads)",
-        "tokens": "the scores are divided by sqrt(num_tokens)", "other": "the scale is not sqrt(d_k)"}),
+        "tokens": "the scores are divided by sqrt(num_tokens)", "half": "the scores are divided by d_k / 2",
+        "twice": "the scores are divided by 2 * d_k",
+        "keys": "the scores are divided by the number of keys (num_tokens)", "other": "the scale is not sqrt(d_k)"}),
     "pattern": ("mask pattern", {
         "diagonal": "the diagonal is hidden too", "past": "the past is hidden instead of the future",
         "next": "each token also sees the next token", "none": "nothing is hidden",
         "all": "every position is hidden", "other": "the hidden positions are not exactly j > i"}),
+    "nan": ("NaN", {
+        "future": "NaN sits exactly on the future positions (masked to -inf all along the axis the softmax took)",
+        "first": "only the first token's row is NaN (nothing is left visible to it)",
+        "last": "only the last token's row is NaN",
+        "hidden_rows": "every row that hides a position is NaN and the last row, which hides none, is not: the "
+                       "hidden scores are +inf or NaN, not -inf",
+        "all": "every row is NaN: every score of every row became -inf or NaN before the softmax (outputs alone "
+               "cannot tell a mask that hides everything from 0 x -inf, a 0/1 mask multiplied by -inf)",
+        "other": "NaN appears where no mask pattern puts it"}),
+    "mask_values": ("mask buffer values", {"all": "every entry of the mask buffer is set (nothing is left visible)",
+                                           "other": "the mask buffer is not torch.triu(ones, diagonal=1)"}),
+    "heads_layout": ("heads' layout", {
+        "merge": "with equal attention everywhere, the output is each head's context viewed to (b, n, d_out) "
+                 "without transpose(1, 2): tokens and heads are mixed when the heads are merged",
+        "split": "with equal attention everywhere, the output is what values viewed straight to (b, num_heads, n, "
+                 "head_dim) give: tokens and heads are mixed when the heads are split"}),
+    "variance": ("variance of q·k", {
+        "std": "it is the standard deviation (about sqrt(dim)), not the variance",
+        "unsummed": "it is about 1 whatever dim is: the variance of single products q_i k_i, not of their sum",
+        "same_draw": "it is about 2 * dim: the variance of q·q (q and k are the same draw)",
+        "uniform": "it is what uniform q and k give", "other": "it is not about dim"}),
     "value_path": ("values", {"other": "they do not come from W_value alone"}),
     "causality": ("causality", {"leak": "changing future tokens changes earlier outputs"}),
     "future_scores": ("future scores", {"leak": "changing the scores of future positions changes the weights"}),
@@ -65,7 +88,8 @@ PROBES = {
         "long_crash": "inputs of the full context_length raise while shorter ones work"}),
     "init": ("seeded weights", {
         "order": "the right draws in the wrong order", "randn": "some are torch.randn draws",
-        "shape": "they have shape (d_out, d_in)", "other": "they are not the chapter's draws"}),
+        "shape": "they have shape (d_out, d_in)", "fused": "one fused draw is split in three",
+        "reseeded": "they do not follow the caller's seed", "other": "they are not the chapter's draws"}),
     "bias_off": ("bias with qkv_bias=False", {"present": "they have a bias"}),
     "bias_on": ("bias with qkv_bias=True", {"absent": "they have no bias"}),
     "linear": ("projection sizes", {"swapped": "they map d_out -> d_in"}),
@@ -108,6 +132,12 @@ CAUSES = {cause.key: cause for cause in (
           sig(init="order")),
     Cause("randn_init", "the weights are drawn with torch.randn instead of torch.rand",
           "the chapter initialises them with torch.rand (uniform in [0, 1))", sig(init="randn")),
+    Cause("init_fused", "the three matrices are cut from one fused draw, torch.rand(d_in, 3 * d_out), so each "
+          "holds other random numbers than the chapter's", "make three torch.rand draws of shape (d_in, d_out), one "
+          "after another: query, then key, then value", sig(init="fused")),
+    Cause("init_reseeded", "the function seeds the generator itself (torch.manual_seed inside it), so the caller's "
+          "seed is ignored", "do not call torch.manual_seed inside the function: the caller seeds once, then the "
+          "three draws follow one another", sig(init="reseeded")),
     Cause("weight_shape", "the weight matrices have shape (d_out, d_in) instead of (d_in, d_out)",
           "create them as torch.rand(d_in, d_out) (or nn.Linear(d_in, d_out)), so that they map d_in features "
           "to d_out", sig(init="shape", linear="swapped")),
@@ -124,10 +154,12 @@ CAUSES = {cause.key: cause for cause in (
     Cause("no_projection", "the inputs themselves are used as queries, keys and values",
           "project them first: x times W_query gives the queries, x times W_key the keys, x times W_value the values"),
     # ---------------------------------------------------------------- scaling
+    Cause("keys_not_transposed", "the keys are not transposed: queries @ keys multiplies (n, d_k) by (n, d_k)",
+          "transpose the keys' last two axes: queries @ keys.transpose(-2, -1) (keys.T for one sequence)"),
     Cause("scores_kq", "the scores are keys @ queries^T, the transpose of the score matrix",
           "scores[i, j] is query i · key j: queries @ keys.transpose(-2, -1)"),
     Cause("softmax_dim", "the softmax is taken over the wrong axis (the weights do not sum to one along each row)",
-          "normalise each row of scores: softmax(..., dim=-1)", sig(rows="axis|~nan")),
+          "normalise each row of scores: softmax(..., dim=-1)", sig(rows="axis|~nan", nan="future")),
     Cause("no_scale", "the scaling is missing: softmax of the raw scores",
           "divide the scores by sqrt(d_k) before the softmax", sig(rows="ok", temperature="one")),
     Cause("scale_dk", "the scores are divided by d_k instead of sqrt(d_k)",
@@ -148,6 +180,12 @@ CAUSES = {cause.key: cause for cause in (
     Cause("scale_num_tokens", "the scores are scaled by sqrt(num_tokens) instead of sqrt(d_k)",
           "d_k is the size of each key vector, keys.shape[-1], not the number of tokens",
           sig(rows="ok", temperature="tokens")),
+    Cause("scale_num_keys", "the scores are divided by the number of keys (num_tokens) instead of sqrt(d_k)",
+          "divide by the square root of each key vector's size: keys.shape[-1] ** 0.5",
+          sig(rows="ok", temperature="keys")),
+    Cause("scale_precedence", "the scale is d_k / 2 or 2 * d_k, not sqrt(d_k): d_k**1/2 is read as (d_k**1) / 2 "
+          "because ** binds tighter than / (and scores / d_k**1/2 is (scores / d_k) / 2)",
+          "write d_k**0.5 (or d_k**(1/2), or math.sqrt(d_k))", sig(rows="ok", temperature="half|twice")),
     Cause("context_transposed", "the context vectors use the transposed attention weights",
           "context vector i is sum_j weights[i, j] * values[j]: attn_weights @ values"),
     Cause("variance_over_dim", "the dot products are divided by dim instead of sqrt(dim)",
@@ -157,19 +195,31 @@ CAUSES = {cause.key: cause for cause in (
     Cause("variance_not_seeded", "dot_product_variance ignores its seed, so its result is not reproducible",
           "draw q and k after torch.manual_seed(seed) (or from a torch.Generator seeded with it)"),
     Cause("variance_uniform", "q and k are drawn with torch.rand (uniform) instead of torch.randn",
-          "the variance argument needs standard-normal q and k: torch.randn"),
+          "the variance argument needs standard-normal q and k: torch.randn", sig(variance="uniform")),
+    Cause("variance_is_std", "variance_before is a standard deviation, not a variance (.std() or a square root "
+          "taken)", "return dots.var() (the variance), not dots.std()", sig(variance="std")),
+    Cause("dots_not_summed", "the dot products are never summed: the variance is of the element-wise products "
+          "q * k", "q·k is (q * k).sum(dim=-1): sum the products over the vector's dim entries first",
+          sig(variance="unsummed")),
+    Cause("variance_same_draw", "q and k are the same draw (the generator is seeded again before drawing k?), so "
+          "q·k is q·q", "seed one generator once, then draw q and k from it one after the other",
+          sig(variance="same_draw")),
     # ---------------------------------------------------------------- masking
     Cause("mask_hides_diagonal", "the mask hides the diagonal: a token cannot see itself, and the first "
           "token sees nothing (its row becomes NaN)", "hide only j > i: torch.triu(..., diagonal=1)",
-          sig(pattern="diagonal")),
+          sig(pattern="diagonal", nan="first")),
     Cause("mask_past", "the mask hides the past instead of the future (tril instead of triu, a missing ~, or a "
           "keep-mask used as a hide-mask)", "token i may see positions j <= i: hide torch.triu(..., diagonal=1)",
-          sig(pattern="past")),
+          sig(pattern="past", nan="last")),
     Cause("mask_off_by_one", "the mask is shifted by one diagonal: each token also sees the next token",
           "hide exactly j > i: torch.triu(..., diagonal=1)",
           sig(pattern="next", causality="leak", future_scores="leak")),
     Cause("mask_all", "the mask hides every position (torch.triu was forgotten), so every row is NaN",
-          "hide only the future: torch.triu(torch.ones(n, n), diagonal=1)", sig(pattern="all")),
+          "hide only the future: torch.triu(torch.ones(n, n), diagonal=1)",
+          sig(pattern="all", nan="~all", mask_values="all")),
+    Cause("fill_positive_inf", "the hidden scores are filled with +inf (or NaN) instead of -inf, so every row that "
+          "hides a position becomes NaN", "fill the hidden scores with -torch.inf (minus infinity): exp(-inf) = 0",
+          sig(nan="hidden_rows", temperature="ok")),
     Cause("zero_fill", "the masked scores are filled with 0 instead of -inf, so the future still gets weight",
           "fill the hidden scores with -torch.inf before the softmax",
           sig(pattern="none", causality="leak", future_scores="ok", rows="ok")),
@@ -284,9 +334,10 @@ CAUSES = {cause.key: cause for cause in (
           "give each head the wrapper's dropout rate too"),
     # ---------------------------------------------------------------- multihead_attention
     Cause("split_no_transpose", "the heads are split without transpose(1, 2) (a view straight to the heads' "
-          "layout mixes tokens and heads)", "view(b, n, num_heads, head_dim), then transpose(1, 2)"),
+          "layout mixes tokens and heads)", "view(b, n, num_heads, head_dim), then transpose(1, 2)",
+          sig(heads_layout="split|~ok")),
     Cause("merge_no_transpose", "the heads are merged back without transposing (1, 2) first",
-          "context.transpose(1, 2).contiguous().view(b, n, d_out)"),
+          "context.transpose(1, 2).contiguous().view(b, n, d_out)", sig(heads_layout="merge")),
     Cause("view_not_contiguous", "view is called on a transposed (non-contiguous) tensor",
           "call .contiguous() before .view(...), or use .reshape(...)"),
     Cause("no_out_proj", "out_proj is missing or skipped",
@@ -307,8 +358,11 @@ CAUSES = {cause.key: cause for cause in (
 )}
 
 
-def observation(probe, outcome=None, matched=(), modelled=()):
-    """One observation as plain data: a probe and its outcome, or direct evidence."""
+def observation(probe, outcome=None, matched=(), modelled=(), measured=None):
+    """One observation as plain data: a probe and its outcome, or direct evidence. `measured`: the quantity the
+    probe measured on the student's code, in words (said beside the property when it is wrong)."""
+    if measured and probe in PROBES:
+        return dict(observation(probe, outcome), measured=str(measured))
     if probe == "signature":
         return {"probe": probe, "matched": sorted(matched), "modelled": sorted(set(modelled) | set(matched))}
     if probe in ("cause", "crash"):
@@ -363,13 +417,26 @@ def name_cause(observations):
     return next(iter(found)) if len(found) == 1 else None
 
 
+def measured_for(observations, key):
+    """What the probes measured that speaks for cause `key` ("your scores are divided by 18; sqrt(d_k) is 3"),
+    said before the cause is named, so that the student sees the number behind it; "" when none."""
+    signature = CAUSES[key].signature if key in CAUSES else {}
+    said = []
+    for item in observations:
+        text = item.get("measured")
+        if text and item.get("probe") in signature and item.get("outcome") in signature[item["probe"]] and \
+                text not in said:
+            said.append(text)
+    return "; ".join(said)
+
+
 def failed_properties(observations):
     """[(property, what was seen)] of the probes whose outcome was not right, in PROBES order, once each."""
     seen = {}
     for item in observations:
         probe, outcome = item.get("probe"), item.get("outcome")
         if probe in PROBES and outcome and outcome != "ok" and probe not in seen:
-            seen[probe] = PROBES[probe][1][outcome]
+            seen[probe] = PROBES[probe][1][outcome] + (f": {item['measured']}" if item.get("measured") else "")
     return [(PROBES[probe][0], seen[probe]) for probe in PROBES if probe in seen]
 
 

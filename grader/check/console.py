@@ -76,12 +76,21 @@ def choose_file(given=None, folder=EXERCISES, untouched=None):
             raise Usage(f"{given} does not exist: give your attention.py or attention.ipynb")
         return path, "the file you named"
     present = [folder / name for name in CANDIDATES if (folder / name).is_file()]
+    others = strays(folder)
     if not present:
-        raise Usage(f"neither {' nor '.join(CANDIDATES)} is in {folder}: give the file to check, "
-                    "e.g. python check.py masking my_attention.py")
-    if len(present) == 1:
-        return present[0], "the only exercise file here"
+        named = f"; found {', '.join(shown(path) for path in others)}" if others else ""
+        raise Usage(f"neither {' nor '.join(CANDIDATES)} is in {shown(folder)}{named}: give the file to check, "
+                    f"e.g. python check.py masking {shown(others[0]) if others else 'my_attention.py'}")
     untouched = release_info().get("untouched", {}) if untouched is None else untouched
+    if len(present) == 1:
+        missing = next(name for name in CANDIDATES if (folder / name) != present[0])
+        if others and edited(present[0], untouched) is False:
+            # The exercise file was renamed or moved: checking the untouched one would say "not implemented yet"
+            # about work that is elsewhere. Name what is there instead of replacing it in silence.
+            raise Usage(f"{shown(folder / missing)} is missing (renamed?) and {shown(present[0])} is as released; "
+                        f"found {', '.join(shown(path) for path in others)}: check it by name, e.g. "
+                        f"python check.py masking {shown(others[0])}")
+        return present[0], f"the only exercise file here ({missing} is not in {shown(folder)})"
     changed = {path: edited(path, untouched) for path in present}
     other = {present[0]: present[1], present[1]: present[0]}
     mine = [path for path in present if changed[path]]
@@ -92,6 +101,17 @@ def choose_file(given=None, folder=EXERCISES, untouched=None):
     newest = max(present, key=lambda path: path.stat().st_mtime)
     return newest, (f"{'you edited both; ' if len(mine) == 2 else ''}it was saved after {other[newest].name} "
                     f"(python check.py STEP {shown(other[newest])} checks that one)")
+
+
+def strays(folder):
+    """Other notebooks and .py files in the exercises folder: where a renamed exercise file would be (Jupyter's
+    own checkpoints and copies of the checker are not)."""
+    try:
+        found = sorted(path for path in Path(folder).iterdir()
+                       if path.suffix in (".ipynb", ".py") and path.name not in CANDIDATES and path.is_file())
+    except OSError:
+        return []
+    return found
 
 
 def shown(path):

@@ -58,7 +58,10 @@ def rows_outcome(weights, causal=False, probe="rows"):
     if bool(((weights < -ROW_TOL) & finite).any()) or bool(((weights > 1 + ROW_TOL) & finite).any()):
         return "raw" if probe == "rows" else "other"
     if not bool(finite.all()):
-        if probe == "rows" and summed_to_one(weights.nan_to_num(0.0), finite):
+        # NaN first: where the rows left finite each sum to one, the softmax was taken along the rows and the NaN
+        # has another story (a +inf fill, 0 x -inf: see nan_outcome); the finite part of such weights can sum
+        # to one along some set of axes by chance (one finite row sums to one over the flattened matrix).
+        if probe == "rows" and not whole_rows_sum_to_one(weights) and summed_to_one(weights.nan_to_num(0.0), finite):
             return "axis"
         return "nan" if probe == "rows" else "other"
     sums = weights.sum(dim=-1)
@@ -129,18 +132,53 @@ def temperature_outcome(weights, scores, scales, causal=False):
         return "other"
     tau = 1 / slope
     found = [label for label, value in scales.items() if math.isclose(tau, value, rel_tol=2e-3)]
-    return found[0] if len(found) == 1 else "other"
+    label = found[0] if len(found) == 1 else "other"
+    return Measured(label, tau)
+
+
+class Measured(str):
+    """An outcome label that also carries the quantity measured (`value`): compares and hashes as the label."""
+
+    def __new__(cls, label, value):
+        made = super().__new__(cls, label)
+        made.value = value
+        return made
+
+
+def temperature_observation(weights, scores, scales, causal=False):
+    """[the temperature observation] (or []): the outcome, and when it is wrong the scale the student's code
+    actually used, measured from its weights, beside the right one ("your scores are divided by 4.5;
+    sqrt(d_k) is 3")."""
+    outcome = temperature_outcome(weights, scores, scales, causal)
+    if not outcome:
+        return []
+    tau = getattr(outcome, "value", None)
+    if outcome == "ok" or tau is None:
+        return [observation("temperature", str(outcome))]
+    used = (f"your scores are divided by {tau:.4g}" if tau >= 1 else
+            f"your scores are multiplied by {1 / tau:.4g}")
+    return [observation("temperature", str(outcome), measured=f"{used}; sqrt(d_k) is {scales['ok']:.4g}")]
 
 
 def scale_table(d_k, d_in=None, d_out=None, heads=None, tokens=None):
-    """{label: tau} for the temperature probe; labels whose values collide are dropped (they could not tell)."""
+    """{label: tau} for the temperature probe; labels whose values collide are dropped (they could not tell).
+    The later readings (d_k / 2 and 2 * d_k from `d_k**1/2`, the number of keys) join only where they collide
+    with nothing: they never cost an earlier label its name."""
     table = {"ok": math.sqrt(d_k), "one": 1.0, "d_k": float(d_k), "inverse": 1 / math.sqrt(d_k)}
     for label, size in (("d_in", d_in), ("d_out", d_out), ("heads", heads), ("tokens", tokens)):
         if size:
             table[label] = math.sqrt(size)
     values = list(table.values())
-    return {label: value for label, value in table.items()
-            if label == "ok" or sum(math.isclose(value, other, rel_tol=2e-3) for other in values) == 1}
+    table = {label: value for label, value in table.items()
+             if label == "ok" or sum(math.isclose(value, other, rel_tol=2e-3) for other in values) == 1}
+    later = {"half": d_k / 2, "twice": 2.0 * d_k}  # (d_k**1/2) is d_k / 2; scores / d_k**1/2 is scores / d_k / 2
+    if tokens:
+        later["keys"] = float(tokens)  # the number of keys itself, not its square root
+    everything = values + list(later.values())
+    for label, value in later.items():
+        if sum(math.isclose(value, other, rel_tol=2e-3) for other in everything) == 1:
+            table[label] = value
+    return table
 
 
 MASK_SHAPES = (("ok", 1, "triu"), ("diagonal", 0, "triu"), ("next", 2, "triu"), ("past", 0, "tril"),
@@ -161,11 +199,54 @@ def hidden_outcome(hidden):
     return "other"
 
 
+def nan_outcome(weights):
+    """Where NaN sits in attention weights (..., n, n), measured before any story is told (PROBES["nan"]):
+    None without NaN. A softmax row is NaN when every score in it is -inf, or when one of them is +inf or NaN;
+    which rows and entries are NaN tells those apart as far as outputs can."""
+    weights = as_double(weights)
+    if weights is None or weights.dim() < 2 or not bool(torch.isnan(weights).any()):
+        return None
+    n = weights.shape[-1]
+    if weights.shape[-2] != n or n < 3:
+        return None  # not weights (a module's output: NaN weights on the future and NaN rows look alike there)
+    nan = torch.isnan(weights).reshape(-1, n, n)
+    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    if bool((nan == future).all()):
+        return "future"
+    rows = nan.all(dim=-1)
+    if not bool((nan.any(dim=-1) == rows).all()) or not bool((rows == rows[:1]).all()):
+        return "other"  # NaN in parts of rows, or not the same rows in every matrix
+    rows = rows[0]
+    if bool(rows.all()):
+        return "all"
+    expected = {"first": torch.arange(n) == 0, "last": torch.arange(n) == n - 1,
+                "hidden_rows": torch.arange(n) < n - 1}
+    found = [label for label, which in expected.items() if torch.equal(rows, which)]
+    if found == ["hidden_rows"] and not whole_rows_sum_to_one(weights):
+        # Weights read through a module's outputs turn a NaN entry into a NaN row: NaN on the future of every
+        # row (a softmax along another axis) then looks the same, but leaves the last row short of one.
+        return None
+    return found[0] if found else "other"
+
+
+def whole_rows_sum_to_one(weights):
+    """Whether the rows without NaN exist and each sums to one (a softmax along the rows, NaN elsewhere)."""
+    whole = ~torch.isnan(weights).any(dim=-1)
+    if not bool(whole.any()):
+        return False
+    sums = weights.nan_to_num(0.0).sum(dim=-1)[whole]
+    return bool(((sums - 1).abs() <= ROW_TOL).all())
+
+
 def pattern_outcome(weights):
     """Which positions causal attention weights (..., n, n) hide: zero (or NaN, a row with nothing visible)
-    in every matrix of the batch."""
+    in every matrix of the batch. NaN rows count as hidden only where they have that one meaning (the first
+    row: the diagonal hidden too; the last row: the past hidden); other NaN says nothing about the pattern
+    (every row NaN is a mask that hides everything or 0 x -inf in the scores, see nan_outcome)."""
     weights = as_double(weights)
     if weights is None or weights.dim() < 2 or weights.shape[-1] != weights.shape[-2] or weights.shape[-1] < 3:
+        return None
+    if nan_outcome(weights) not in (None, "first", "last"):
         return None
     nan_rows = torch.isnan(weights).all(dim=-1, keepdim=True).expand_as(weights)
     hidden = (weights.abs() <= HIDDEN) | nan_rows
@@ -175,12 +256,75 @@ def pattern_outcome(weights):
     return hidden_outcome(hidden[0])
 
 
+def future_scores_observation(weights, moved, scores, d_k):
+    """[the future_scores observation] for causal weights of `scores` and of the same scores with the future
+    changed (`moved`): "leak" when the weights move. When they do not while the future keeps weight (nothing
+    hidden), the value the hidden scores were replaced by is measured (w_ij / w_ii = exp((f - s_ii) / sqrt(d_k)))
+    and said: 0 is a fill with 0 instead of -inf."""
+    weights, moved, scores = as_double(weights), as_double(moved), as_double(scores)
+    if weights is None or moved is None or weights.shape != moved.shape or weights.shape[-2:] != scores.shape[-2:]:
+        return []
+    if not torch.allclose(weights, moved, atol=1e-6, equal_nan=True):
+        return [observation("future_scores", "leak")]
+    n = weights.shape[-1]
+    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1).expand_as(weights)
+    diagonal = torch.diagonal(weights, dim1=-2, dim2=-1).unsqueeze(-1).expand_as(weights)
+    own = torch.diagonal(scores.expand_as(weights), dim1=-2, dim2=-1).unsqueeze(-1).expand_as(weights)
+    usable = future & (weights > HIDDEN) & (diagonal > HIDDEN) & torch.isfinite(weights)
+    if not bool(usable.any()):
+        return [observation("future_scores", "ok")]
+    fill = own[usable] + math.sqrt(d_k) * (weights[usable] / diagonal[usable]).log()
+    if float(fill.max() - fill.min()) > 1e-3 * max(1.0, float(fill.abs().max())):
+        return [observation("future_scores", "ok")]
+    value = float(fill.median())
+    value = 0.0 if abs(value) < 1e-4 else value
+    return [observation("future_scores", "ok", measured=f"the hidden scores count as {value:.3g} in the softmax, "
+                                                        "whatever they were")]
+
+
+def mask_values_outcome(mask):
+    """What a module's registered mask holds, read only when every row of its weights is NaN: set everywhere
+    ("all": the mask hides everything), or the chapter's triu(ones, diagonal=1) ("ok": the NaN comes from
+    elsewhere, such as 0 x -inf). A keep-mask or any other layout says nothing (None)."""
+    mask = as_double(mask)
+    if mask is None or mask.dim() != 2 or mask.shape[0] != mask.shape[1] or mask.shape[0] < 3:
+        return None
+    hidden = hidden_outcome(mask != 0)
+    return {"all": "all", "ok": "ok"}.get(hidden)
+
+
 def mask_outcome(mask):
     """Which known mask causal_mask(n) returned (True = hidden)."""
     mask = as_double(mask)
     if mask is None or mask.dim() != 2 or mask.shape[0] != mask.shape[1] or mask.shape[0] < 3:
         return None
     return hidden_outcome(mask != 0)
+
+
+# ------------------------------------------------------------------ the variance argument
+UNIFORM_PRODUCT_VARIANCE = 1 / 9 - 1 / 16  # Var(q_i k_i) for q_i, k_i uniform in [0, 1)
+
+
+def variance_observation(before, dim):
+    """[the variance probe's observation] for dot_product_variance's variance_before at `dim` (none when it is
+    about dim): which known quantity it measures instead, said with its value. Bounds -25 %/+30 %, as the
+    checks' (a correct estimate lies well inside them)."""
+    def near(value, target):
+        return 0.75 * target < value < 1.3 * target
+
+    if near(before, dim):
+        return []
+    known = {"std": (math.sqrt(dim), "sqrt(dim)"), "unsummed": (1.0, "1"), "same_draw": (2.0 * dim, "2 * dim"),
+             "uniform": (dim * UNIFORM_PRODUCT_VARIANCE, "dim * (1/9 - 1/16)")}
+    found = [label for label, (value, _) in known.items() if near(before, value) and not near(value, dim)]
+    if dim < 4:  # sqrt(dim), 1 and dim are too close to tell apart
+        found = [label for label in found if label in ("same_draw", "uniform")]
+    label = found[0] if len(found) == 1 else "other"
+    said = f"your variance_before is {before:.4g} for dim={dim}, where the variance of q·k is about {dim}"
+    if label != "other":
+        value, formula = known[label]
+        said += f"; yours is about {formula}" + (f" = {value:.4g}" if formula != f"{value:g}" else "")
+    return [observation("variance", label, measured=said)]
 
 
 # ------------------------------------------------------------------ dropout
@@ -335,7 +479,45 @@ def init_outcome(got, d_in, d_out, seed, roles=ROLES):
                 if set(kinds) != {"rand"}:
                     return "randn"
                 return "ok" if order == tuple(range(len(roles))) else "order"
+    return other_draws(values, d_in, d_out, seed)
+
+
+RESEED_SEARCH = 1001  # seeds 0..1000 are tried for draws made after a torch.manual_seed inside the function
+
+
+def other_draws(values, d_in, d_out, seed):
+    """Draws that are not three torch.rand(d_in, d_out) after the caller's seed, measured: one fused draw split
+    in three ("fused"), or draws after a seed of the function's own ("reseeded", with that seed); else "other"."""
+    def same(a, b):
+        return tuple(a.shape) == tuple(b.shape) and torch.allclose(a.float(), b.float(), atol=1e-6)
+
+    stream = torch.Generator().manual_seed(seed)
+    fused = torch.rand(d_in, len(values) * d_out, generator=stream).chunk(len(values), dim=-1)
+    if all(same(value, part) for value, part in zip(values, fused)):
+        return Measured("fused", "the three are the column blocks of one torch.rand(d_in, 3 * d_out) draw")
+    for own in range(RESEED_SEARCH):
+        if own == seed:
+            continue
+        first = torch.rand(d_in, d_out, generator=torch.Generator().manual_seed(own))
+        if not same(values[0], first):
+            continue
+        if all(same(value, first) for value in values):
+            return Measured("reseeded", f"all three are the first torch.rand draw after torch.manual_seed({own}): "
+                                        "the generator is seeded again before each draw")
+        drawn = replay_draws(own, (d_in, d_out), ["rand"] * len(values))
+        if all(same(value, draw) for value, draw in zip(values, drawn)):
+            return Measured("reseeded", f"they are the torch.rand draws after torch.manual_seed({own}), a seed of "
+                                        "your function's own, whatever the caller's seed")
     return "other"
+
+
+def init_observation(got, d_in, d_out, seed):
+    """[the init probe's observation] (or []), with what the draws measure as, when they are not the chapter's."""
+    outcome = init_outcome(got, d_in, d_out, seed)
+    if not outcome:
+        return []
+    measured = getattr(outcome, "value", None)
+    return [observation("init", str(outcome), measured=measured if outcome != "ok" else None)]
 
 
 def linear_draws(seed, d_in, d_out, count, bias=False):
@@ -417,6 +599,19 @@ def head_scores(queries, keys, heads):
     return q @ k.transpose(-2, -1)
 
 
+def heads_layouts(values, heads):
+    """{layout: output} of multi-head attention whose every score is equal (causal: token i averages the values
+    of tokens 0..i in each head), for values (b, n, d_out): "ok" the heads split and merged right, "merge"
+    merged by a view without transpose(1, 2), "split" split by a view straight to (b, heads, n, head_dim)."""
+    b, n, d_out = values.shape
+    head_dim = d_out // heads
+    average = torch.tril(torch.ones(n, n, dtype=values.dtype))
+    average = average / average.sum(dim=-1, keepdim=True)
+    per_head = average @ values.reshape(b, n, heads, head_dim).transpose(1, 2)
+    return {"ok": average @ values, "merge": per_head.reshape(b, n, d_out),
+            "split": (average @ values.reshape(b, heads, n, head_dim)).transpose(1, 2).reshape(b, n, d_out)}
+
+
 def weights_of_output(out, n, heads, d_out):
     """Per-head (b, heads, n, n) weights cut from a value-trick output (b, n, d_out); None if misshapen, or if
     the features past the n read in each head are not zero (the values do not come from W_value as injected:
@@ -450,9 +645,10 @@ class Dims:
 def weight_observations(weights, scores, dims, causal):
     """Rows, temperature and (causal) mask pattern of weights read from a module or a function."""
     found = [observation("rows", rows_outcome(weights, causal=causal))]
-    temperature = temperature_outcome(weights, scores, dims.scales() if isinstance(dims, Dims) else dims, causal)
-    if temperature:
-        found.append(observation("temperature", temperature))
+    nan = nan_outcome(weights)
+    if nan:
+        found.append(observation("nan", nan))
+    found += temperature_observation(weights, scores, dims.scales() if isinstance(dims, Dims) else dims, causal)
     if causal:
         pattern = pattern_outcome(weights)
         if pattern:
@@ -562,7 +758,7 @@ class Battery:
         def look():
             state = self.build(seed=seed).state()
             if self.name == "SelfAttention_v1":
-                self.add("init", init_outcome(state, self.dims.d_in, self.dims.d_out, seed))
+                self.observations += init_observation(state, self.dims.d_in, self.dims.d_out, seed)
             else:
                 self.add("init", linear_init_outcome(state, self.dims.d_in, self.dims.d_out, seed, qkv_bias=False))
 
@@ -603,9 +799,11 @@ class Battery:
 
     def attention(self, causal=True):
         def look():
-            weights, scores, _ = self.weights(causal=causal)
+            weights, scores, module = self.weights(causal=causal)
             if weights is not None:
                 self.observations += weight_observations(weights, scores, self.dims, causal)
+                if causal and nan_outcome(weights) == "all":
+                    self.add("mask_values", mask_values_outcome(module.state().get("mask")))
 
         def future_keys():
             """Scale the last token's key: causal weights of the tokens before it must not move (its score is
@@ -625,9 +823,37 @@ class Battery:
             before, after = weights[..., : self.dims.n - 1, :], moved[..., : self.dims.n - 1, :]
             self.add("future_scores", "ok" if torch.allclose(before, after, atol=1e-6, equal_nan=True) else "leak")
 
+        self.layout_seen = None
+        self.run(self.heads_layout)
+        if self.layout_seen not in (None, "ok"):
+            return self  # the value trick reads scrambled heads: its rows, scale and pattern would be misread
         self.run(look)
         self.run(future_keys)
         return self.run(self.value_path)
+
+    def heads_layout(self):
+        """Multi-head attention with zero queries and keys (equal scores: each token averages the values of
+        tokens 0..i in every head) and random values: the output is that average, in place, when the heads are
+        split and merged right. It is measured against the two known scrambles (merged, or split, by a view
+        without transpose(1, 2)); an output that is none of them (a wrong mask or scale also changes it) says
+        nothing here."""
+        dims = self.dims
+        if self.name != "MultiHeadAttention" or dims.heads < 2:
+            return
+        module, info = self.shared()
+        params, _, _ = value_trick_params(info, dims.d_in, dims.d_out, dims.n, dims.heads, seed=self.seed)
+        params["W_query.weight"] = torch.zeros(dims.d_out, dims.d_in)
+        params["W_key.weight"] = torch.zeros(dims.d_out, dims.d_in)
+        params["W_value.weight"] = draw(dims.d_out, dims.d_in, seed=self.seed + 60, scale=1.0)
+        x = draw(dims.batch, dims.n, dims.d_in, seed=self.seed + 61, scale=1.0)
+        out = as_double(module.forward(x, weights=params))
+        if out is None or tuple(out.shape) != (dims.batch, dims.n, dims.d_out) or not bool(torch.isfinite(out).all()):
+            return
+        layouts = heads_layouts(x.double() @ params["W_value.weight"].double().T, dims.heads)
+        matched = [label for label, want in layouts.items() if torch.allclose(out, want, atol=1e-5)]
+        if len(matched) == 1:
+            self.layout_seen = matched[0]
+            self.add("heads_layout", matched[0])
 
     def value_path(self):
         """With W_value = 0 every output is 0 (out_proj, if any, is the identity without bias): otherwise the
@@ -665,6 +891,8 @@ class Battery:
 
     def causality(self):
         """Perturb every token after t (t = 0, then t = n - 2): the outputs of tokens 0..t must not move."""
+        if getattr(self, "layout_seen", None) not in (None, "ok"):
+            return self  # scrambled heads mix tokens: the leak is theirs, not a mask's
         def look():
             module, params = self.loaded(now=False)
             x = draw(self.dims.batch, self.dims.n, self.dims.d_in, seed=self.seed + 7, scale=1.0)
@@ -862,11 +1090,28 @@ def projection_observation(result, x, weights):
                        modelled=modelled)
 
 
+def scores_observations(student, n=4, seed=70):
+    """attention_scores on square queries and keys (n tokens of n features), where a missing transpose of the
+    keys does not raise: the output equals queries @ keys (the keys were never transposed) or keys @ queries^T
+    (the score matrix transposed). The student's code runs on inputs of the probe's choosing; nothing else is
+    changed in it."""
+    queries, keys = draw(n, n, seed=seed, scale=1.0), draw(n, n, seed=seed + 1, scale=1.0)
+    try:
+        got = as_double(student.call("attention_scores", queries, keys))
+    except StudentError:
+        return []
+    suspects = {"keys_not_transposed": queries.double() @ keys.double(),
+                "scores_kq": keys.double() @ queries.double().T}
+    if got is None or tuple(got.shape) != (n, n):
+        return []
+    matched = [cause for cause, want in suspects.items() if torch.allclose(got, want, atol=1e-5)]
+    return [observation("signature", matched=matched, modelled=suspects)]
+
+
 def v1_init_observation(student, d_in, d_out, seed):
     """SelfAttention_v1's seeded nn.Parameter(torch.rand(d_in, d_out)) draws, in the order query, key, value."""
     state = student.build("SelfAttention_v1", d_in, d_out, seed=seed).state()
-    outcome = init_outcome(state, d_in, d_out, seed)
-    return [observation("init", outcome)] if outcome else []
+    return init_observation(state, d_in, d_out, seed)
 
 
 def wrapper_observations(student, d_in, d_out, context, heads, seed=9):

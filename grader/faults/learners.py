@@ -11,6 +11,11 @@ the diagnosis was rewritten: see `grader.faults.split` for the held-out draw.
 from grader.faults.mutation import Bug
 
 RASBT = "https://github.com/rasbt/LLMs-from-scratch"
+QKV_DRAWS = (
+    "    W_query = torch.rand(d_in, d_out)\n"
+    "    W_key = torch.rand(d_in, d_out)\n"
+    "    W_value = torch.rand(d_in, d_out)\n"
+)
 
 # The three projections of CausalAttention / MultiHeadAttention, and the other lines edits anchor on.
 CAUSAL_QKV = (
@@ -1329,5 +1334,97 @@ DEVELOPMENT_BUGS = [
         learner="out_proj_dims_d_in",
         find="        self.out_proj = nn.Linear(d_out, d_out)\n",
         replace="        self.out_proj = nn.Linear(d_out, d_in)\n",
+    ),
+    # Issue 27's families (development faults, written by the engineer who tuned the diagnosis, with sight of
+    # its code: they measure nothing held out). Each is one family of the issue's learner reports.
+    Bug(
+        id="dev27_causal_fill_positive_inf",
+        diagnosis="fill_positive_inf",
+        step="causal_attention",
+        cause="the future is filled with +inf instead of -inf (every row with a hidden position becomes NaN)",
+        source="derived from https://github.com/lucidrains/memory-compressed-attention/issues/2 (issue 27 family; development)",
+        find=CAUSAL_FILL,
+        replace=CAUSAL_FILL.replace("-torch.inf)", "torch.inf)"),
+    ),
+    Bug(
+        id="dev27_masking_fill_positive_inf",
+        diagnosis="fill_positive_inf",
+        step="masking",
+        cause="causal_attention_weights fills the hidden scores with float('inf')",
+        source="derived from https://github.com/lucidrains/memory-compressed-attention/issues/2 (issue 27 family; development)",
+        find="    masked = scores.masked_fill(hidden, -torch.inf)\n",
+        replace="    masked = scores.masked_fill(hidden, float('inf'))\n",
+    ),
+    Bug(
+        id="dev27_scaling_pow_one_half",
+        diagnosis="scale_precedence",
+        step="scaling",
+        cause="scores / d_k**1/2, read as (scores / d_k) / 2",
+        source="derived from https://www.alpharithms.com/square-root-python-493615/ (issue 27 family; development)",
+        find="    return torch.softmax(scores / d_k**0.5, dim=-1)\n",
+        replace="    return torch.softmax(scores / d_k**1/2, dim=-1)\n",
+    ),
+    Bug(
+        id="dev27_scaling_by_num_keys",
+        diagnosis="scale_num_keys",
+        step="scaling",
+        cause="the scores are divided by the number of keys, scores.shape[-1]",
+        source="derived from https://github.com/jadore801120/attention-is-all-you-need-pytorch/issues/42 (issue 27 family; development)",
+        find="    return torch.softmax(scores / d_k**0.5, dim=-1)\n",
+        replace="    return torch.softmax(scores / scores.shape[-1], dim=-1)\n",
+    ),
+    Bug(
+        id="dev27_variance_is_std",
+        diagnosis="variance_is_std",
+        step="scaling",
+        cause="dot_product_variance returns standard deviations",
+        source="book (chapter 3's variance argument; issue 27 family; development)",
+        find="    variance_before = dots.var(unbiased=False).item()\n",
+        replace="    variance_before = dots.std(unbiased=False).item()\n",
+    ),
+    Bug(
+        id="dev27_variance_products_not_summed",
+        diagnosis="dots_not_summed",
+        step="scaling",
+        cause="the element-wise products q * k are never summed into dot products",
+        source="book (chapter 3's variance argument; issue 27 family; development)",
+        find="    dots = (q * k).sum(dim=-1)\n",
+        replace="    dots = q * k\n",
+    ),
+    Bug(
+        id="dev27_variance_generator_reseeded",
+        diagnosis="variance_same_draw",
+        step="scaling",
+        cause="a new generator seeded with `seed` draws k, so k equals q",
+        source="derived from https://github.com/mrdbourke/pytorch-deep-learning/issues/245 (issue 27 family; development)",
+        find="    k = torch.randn(num_trials, dim, generator=generator, dtype=torch.float64)\n",
+        replace="    k = torch.randn(num_trials, dim, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)\n",
+    ),
+    Bug(
+        id="dev27_projection_fused_draw",
+        diagnosis="init_fused",
+        step="projection",
+        cause="one torch.rand(d_in, 3 * d_out) draw split into three",
+        source="book (chapter 3's seeded draws; issue 27 family; development)",
+        find=QKV_DRAWS,
+        replace="    W_query, W_key, W_value = torch.rand(d_in, 3 * d_out).chunk(3, dim=-1)\n",
+    ),
+    Bug(
+        id="dev27_projection_reseeded",
+        diagnosis="init_reseeded",
+        step="projection",
+        cause="init_qkv_weights calls torch.manual_seed(123) itself",
+        source="derived from https://github.com/mrdbourke/pytorch-deep-learning/issues/245 (issue 27 family; development)",
+        find=QKV_DRAWS,
+        replace="    torch.manual_seed(123)\n" + QKV_DRAWS,
+    ),
+    Bug(
+        id="dev27_scaling_keys_not_transposed",
+        diagnosis="keys_not_transposed",
+        step="scaling",
+        cause="attention_scores returns queries @ keys (raises for non-square inputs)",
+        source="book (chapter 3's attention scores; issue 27's student trial; development)",
+        find="    return queries @ keys.transpose(-2, -1)\n",
+        replace="    return queries @ keys\n",
     ),
 ]

@@ -6,10 +6,11 @@ keys in grader.diagnosis.CAUSES, which words them) so that a test can tell a
 student which one their output matches. Never shipped to students.
 """
 
-import functools
 import math
 
 import torch
+
+from grader.check.signatures import draw
 
 # The faults the functions below can reproduce (each a key of grader.check.causes.CAUSES, or one of
 # CAUSE_OF's variants of a cause).
@@ -30,13 +31,9 @@ def generator(seed):
 
 
 def randn(*shape, seed, scale=1.0):
-    """A fresh copy of a fixed draw: every submission of a class gets the same inputs, drawn once."""
-    return _draw(shape, seed, scale).clone()
-
-
-@functools.lru_cache(maxsize=4096)
-def _draw(shape, seed, scale):
-    return torch.randn(*shape, generator=generator(seed)) * scale
+    """A fresh copy of a fixed draw (the probes' `draw`, at scale 1 unless told): every submission of a class
+    gets the same inputs, drawn once."""
+    return draw(*shape, seed=seed, scale=scale)
 
 
 def linear_params(prefix, d_in, d_out, seed, bias=False):

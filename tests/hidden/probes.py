@@ -14,7 +14,7 @@ import torch
 from .oracle import identity_values, one_hot_tokens, qkv_params, randn
 
 from grader.check.causes import observation
-from grader.check.signatures import Battery, init_outcome, module_observations, raised
+from grader.check.signatures import Battery, init_observation, module_observations, raised
 from grader.check.testing import expect_tensor, fail, named_crashes, tolerance
 
 ROLES = ("W_query", "W_key", "W_value")
@@ -62,10 +62,10 @@ def check_draws(got, d_in, d_out, seed, what):
     right after torch.manual_seed(seed)."""
     for role in ROLES:
         expect_tensor(got.get(role), f"{what}{role}")
-    outcome = init_outcome(got, d_in, d_out, seed)
-    if outcome != "ok":
+    seen = init_observation(got, d_in, d_out, seed)
+    if seen and seen[0]["outcome"] != "ok":
         fail(f"{what}W_query, W_key, W_value are not three torch.rand(d_in, d_out) draws made in the order query, "
-             "key, value right after the caller's torch.manual_seed", [observation("init", outcome)])
+             "key, value right after the caller's torch.manual_seed", seen)
 
 
 def check_module_dropout(student, name, dims, p=0.3):

@@ -7,7 +7,7 @@ from .oracle import randn, suspects, weights_of
 
 from grader.check.causes import observation
 from grader.check.signatures import (mask_outcome, pattern_outcome, rows_outcome, scale_table,
-                                     temperature_outcome)
+                                     temperature_observation)
 from grader.check.testing import (expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, fail,
                                   graded, named_crashes)
 
@@ -85,9 +85,9 @@ def causal_probes(got, scores, d_k):
     """Rows, temperature and mask pattern of causal weights returned for known scores."""
     def probes():
         found = [observation("rows", rows_outcome(got, causal=True))]
-        temperature = temperature_outcome(got, scores, scale_table(d_k, tokens=scores.shape[-1]), causal=True)
+        temperature = temperature_observation(got, scores, scale_table(d_k, tokens=scores.shape[-1]), causal=True)
         pattern = pattern_outcome(got)
-        return (found + ([observation("temperature", temperature)] if temperature else [])
+        return (found + temperature
                 + ([observation("pattern", pattern)] if pattern else []))
 
     return probes

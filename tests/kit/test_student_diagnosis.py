@@ -75,7 +75,8 @@ FAMILIES = [
     ("scaled by d_k, the square", "scaling", "scaling_divide_by_dk", "scale_dk"),
     ("mask never sliced", "causal_attention", "causal_mask_not_sliced", "mask_not_sliced"),
     ("mask built for the wrong length", "causal_attention", SHORT_MASK, "mask_length"),
-    ("heads split without the transpose", "multihead_attention", "mha_split_view_without_transpose", None),
+    ("heads split without the transpose", "multihead_attention", "mha_split_view_without_transpose",
+     "split_no_transpose"),  # measured by the heads-layout probe (issue 27)
     ("view on a non-contiguous tensor", "multihead_attention", "mha_merge_without_contiguous", "view_not_contiguous"),
     ("output projection missing", "multihead_attention", "mha_out_proj_skipped", "no_out_proj"),
     ("output projection applied per head", "multihead_attention",

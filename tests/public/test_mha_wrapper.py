@@ -8,8 +8,9 @@ the result does not depend on the state of your CausalAttention.
 import torch
 
 from grader.check.session import StandInHead
+from grader.check.causes import observation
 from grader.check.signatures import wrapper_observations
-from grader.check.testing import diagnosed, expect_tensor, graded, once, seeded
+from grader.check.testing import diagnosed, expect_tensor, fail, graded, once, seeded
 
 
 def public_probes(student):
@@ -40,6 +41,10 @@ def check_structure(student):
     assert heads and heads["class"] == "ModuleList", (
         "self.heads should be an nn.ModuleList (a plain list hides the heads' parameters from PyTorch)")
     assert heads["length"] == 3, f"with num_heads=3, self.heads should hold 3 modules, yours holds {heads['length']}"
+    distinct = [i for i in range(3) if f"heads.{i}" in modules]  # a module held twice is listed once
+    if len(distinct) < 3:
+        fail(f"self.heads holds 3 entries but only {len(distinct)} distinct module(s): every head must be a "
+             "CausalAttention object of its own", [observation("heads", "shared")])
     for i in range(3):
         assert modules[f"heads.{i}"]["class"] == "CausalAttention", (
             f"heads[{i}] is a {modules[f'heads.{i}']['class']}; each head is a CausalAttention(...)")

@@ -5,7 +5,7 @@ from grader.check.book import (BOOK_ATOL, INPUTS_3D, INPUTS_3D_SEED100, SEED100_
                           seeded_rand_weights)
 
 from grader.check.causes import observation
-from grader.check.signatures import init_outcome, projection_observation
+from grader.check.signatures import init_observation, projection_observation
 from grader.check.testing import diagnosed, expect_tensor, fail, graded
 
 ROLES = ("W_query", "W_key", "W_value")
@@ -21,8 +21,7 @@ def draws(student, d_in, d_out, seed):
         weights = student.call("init_qkv_weights", d_in, d_out, seed=seed)
         if not (isinstance(weights, tuple) and len(weights) == 3):
             return []
-        outcome = init_outcome(dict(zip(ROLES, weights)), d_in, d_out, seed)
-        return [observation("init", outcome)] if outcome else []
+        return init_observation(dict(zip(ROLES, weights)), d_in, d_out, seed)
 
     return probes
 

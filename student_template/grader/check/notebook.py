@@ -41,8 +41,46 @@ def _require(name):
         ) from None
 
 
+def numpy_bridge_problem(torch_module, numpy_module):
+    """What is wrong when this PyTorch cannot exchange arrays with this numpy (None when it can). PyTorch 2.1 and
+    2.2 were built for numpy 1.x: with numpy 2 they import, then every tensor <-> array step raises "Numpy is not
+    available", and every check would fail for a correct solution and blame its shapes and types."""
+    try:
+        torch_module.from_numpy(numpy_module.zeros(2))
+        torch_module.zeros(2).numpy()
+        return None
+    except (RuntimeError, TypeError, AttributeError, ValueError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    torch_version = str(getattr(torch_module, "__version__", "?")).split("+")[0]
+    numpy_version = str(getattr(numpy_module, "__version__", "?"))
+    install = f'"{sys.executable}" -m pip install "numpy<2"'
+    major = numpy_version.split(".")[0]
+    if major.isdigit() and int(major) >= 2:
+        built = ("PyTorch before 2.3 was built for numpy 1.x" if release_tuple(torch_version) < (2, 3) else
+                 "this PyTorch build was made for numpy 1.x")
+        return (f"PyTorch {torch_version} cannot use numpy {numpy_version} ({reason}): {built}. Fix it with one "
+                f"command, then run this again (in a notebook: restart the kernel first):\n    {install}")
+    return (f"PyTorch {torch_version} cannot exchange arrays with numpy {numpy_version} ({reason}). Reinstall numpy "
+            f"into this environment ({sys.executable} -m pip install --force-reinstall numpy), then run this again.")
+
+
+def release_tuple(version):
+    """(2, 2) for "2.2.2+cpu": the release's first two numbers ((0, 0) when unreadable)."""
+    parts = [int(part) for part in re.findall(r"\d+", version)[:2]]
+    return tuple(parts) if len(parts) == 2 else (0, 0)
+
+
+class BrokenPackages(MissingPackage):
+    """PyTorch and numpy are installed but do not work together; the message says the command that fixes it."""
+
+
 torch = _require("torch")
-_require("numpy")  # grader.check.wire needs it: say so here rather than in a traceback deep inside
+_numpy = _require("numpy")  # grader.check.wire needs it: say so here rather than in a traceback deep inside
+with warnings.catch_warnings():  # PyTorch's own warning about numpy says less than the message below
+    warnings.simplefilter("ignore")
+    _problem = numpy_bridge_problem(torch, _numpy)
+if _problem:
+    raise BrokenPackages(_problem)
 
 from grader.chapter import BY_KEY, STEP_KEYS  # noqa: E402 - after the clear message on a missing package
 from grader.check.loader import load_definitions, read_chunks  # noqa: E402
@@ -309,8 +347,60 @@ def device_problem(device):
 
 
 # --- in a notebook -----------------------------------------------------------------------------------------------
+# name -> what went wrong the last time the cell defining it ran (None: it ran), from IPython's post_run_cell.
+FAILED_CELLS = {}
+DEFINED = re.compile(r"^(?:async\s+)?(?:def|class)\s+(\w+)", re.MULTILINE)
+
+
+def note_cell(result):
+    """IPython's post_run_cell callback: for each top-level def or class of the cell, whether the cell failed
+    to run (a SyntaxError, or an exception while defining). The kernel keeps the definition from before such a
+    run; the check then reports the failure instead of checking that stale definition."""
+    info = getattr(result, "info", None)
+    source = getattr(info, "raw_cell", None) or ""
+    error = getattr(result, "error_before_exec", None) or getattr(result, "error_in_exec", None)
+    said = None
+    if error is not None:
+        said = f"{type(error).__name__}: {error}".strip().splitlines()[0][:200]
+        if isinstance(error, NotImplementedError):
+            return  # a demo cell calling a stub: no definition went stale
+    for name in DEFINED.findall(source):
+        FAILED_CELLS[name] = said
+
+
+def watch_cells():
+    """Follow the runs of the notebook's cells (in IPython; elsewhere nothing to follow)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and note_cell not in shell.events.callbacks.get("post_run_cell", []):
+        shell.events.register("post_run_cell", note_cell)
+        # A stub's NotImplementedError (a demo cell run before its step is done) is one line, not a traceback.
+        shell.set_custom_exc((NotImplementedError,), not_implemented_yet)
+
+
+def not_implemented_yet(shell, etype, value, tb, tb_offset=None):
+    """IPython's handler for NotImplementedError: the stub's own message, without a traceback."""
+    print(f"not implemented yet: {value}" if str(value) else "not implemented yet")
+
+
+def stale_steps(keys):
+    """{step: message} for the steps one of whose definitions comes from a cell whose last run failed."""
+    stale = {}
+    for key in keys:
+        failed = [(name, FAILED_CELLS[name]) for name in BY_KEY[key].names if FAILED_CELLS.get(name)]
+        if failed:
+            name, error = failed[0]
+            stale[key] = (f"the cell defining {name} failed to run ({error}); fix it and run it again (the "
+                          f"kernel still holds {name} from before, so checking it would check other code)")
+    return stale
+
+
 def ready(release):
     """The setup cell's greeting: where the checker is and how to use it."""
+    watch_cells()
     print(f"Checker ready (from {release}; PyTorch {torch.__version__}, checks run on the CPU).\n"
           'After each step, run its check cell: check("projection"), ... check() checks every step.')
 
@@ -330,7 +420,10 @@ def check(step=None, device="cpu", namespace=None):
     print("Checking this notebook's definitions as they are now (run a cell again after you change it); "
           "public checks only: the course's grader also runs hidden ones.")
     student = Student(InProcessTransport(LocatingSession(NamespaceModule(namespace), device, kernel_place)), device)
-    results = run_steps(student, keys)
+    stale = stale_steps(keys)
+    results = run_steps(student, [key for key in keys if key not in stale])
+    results += [StepResult(key, [("its cell ran", False, message)]) for key, message in stale.items()]
+    results.sort(key=lambda result: keys.index(result.key))
     for result in results:
         print("\n".join(step_lines(result)))
     if summary_line(results):

@@ -15,9 +15,9 @@ import threading
 
 import torch
 
-from grader.check.causes import CAUSES, failed_properties, name_cause, observation, right_properties
+from grader.check.causes import CAUSES, failed_properties, measured_for, name_cause, observation, right_properties
 from grader.chapter import step_of_test_name
-from grader.check.signatures import MAX_ANSWER_ELEMENTS, crash_observations, pattern_outcome, rows_outcome
+from grader.check.signatures import MAX_ANSWER_ELEMENTS, crash_observations, nan_outcome, pattern_outcome, rows_outcome
 from grader.check.student import StudentError, StudentUnavailable
 from grader.check.wire import Foreign
 
@@ -59,7 +59,8 @@ def explain(found, observations):
     observation, else what the probes saw (which properties failed, which were right)."""
     cause = name_cause(observations)
     if cause:
-        return f"{found}; {CAUSES[cause].title}; {CAUSES[cause].fix}"
+        measured = measured_for(observations, cause)  # the quantity behind the cause, as measured
+        return f"{found}; {measured + '; ' if measured else ''}{CAUSES[cause].title}; {CAUSES[cause].fix}"
     wrong = failed_properties(observations)
     if wrong:
         return found + "; what is wrong: " + ", ".join(f"{what} ({seen})" for what, seen in wrong)
@@ -216,12 +217,12 @@ def expect_tensor(value, what, shape=None, device=None):
         where = fmt_index((~torch.isfinite(double)).nonzero()[0].tolist())
         kind = "NaN" if torch.isnan(double).any() else "inf"
         rows = nan_rows(value)
+        nan = nan_outcome(value) if kind == "NaN" else None  # where NaN sits, measured before any story
         if rows:
             label, outcome = rows
             fail(f"{what} contains NaN exactly in the rows of {label} (first at {where})",
-                 [observation("pattern", outcome)])
-        fail(f"{what} contains {kind} (first at {where}); a row whose every score is -inf gives NaN after the "
-             "softmax", [])
+                 [observation("pattern", outcome)] + ([observation("nan", nan)] if nan else []))
+        fail(f"{what} contains {kind} (first at {where})", [observation("nan", nan)] if nan else [])
     return double
 
 
@@ -242,8 +243,9 @@ def tensor_with(value, what, observations):
 
 def nan_rows(value):
     """(which rows, mask pattern) when NaN rows have one meaning: exactly the first token's row of every
-    sequence (nothing visible to it: the diagonal is hidden), exactly the last token's (the past is hidden
-    instead of the future: nothing is left for the last token), or every row (everything is hidden)."""
+    sequence (nothing visible to it: the diagonal is hidden) or exactly the last token's (the past is hidden
+    instead of the future: nothing is left for the last token). Every row NaN has two (a mask that hides
+    everything, or 0 x -inf in the scores): signatures.nan_outcome says so, and no pattern is read."""
     if value.dim() < 2 or value.dtype == torch.bool:
         return None
     n = value.shape[-2]
@@ -254,8 +256,6 @@ def nan_rows(value):
         return "the first token", "diagonal"
     if n > 2 and bool((rows == last).all()):
         return "the last token", "past"
-    if n > 2 and bool(torch.isnan(value.double()).all()):
-        return "every token", "all"
     return None
 
 

@@ -4,7 +4,8 @@ import torch
 from grader.check.book import BOOK_ATOL, SEED789_MASKED_WEIGHTS, SEED789_SCORES_LOWER, SEED789_WEIGHTS
 
 from grader.check.causes import observation
-from grader.check.signatures import mask_outcome, pattern_outcome, rows_outcome, scale_table, temperature_outcome
+from grader.check.signatures import (future_scores_observation, mask_outcome, pattern_outcome, rows_outcome,
+                                     scale_table, temperature_observation, temperature_outcome)
 from grader.check.testing import (diagnosed, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, fail, graded,
                                   once, seeded)
 
@@ -29,9 +30,14 @@ def causal_probes(student, scores, d_k):
     def probes():
         got = student.call("causal_attention_weights", scores, d_k)
         found = [observation("rows", rows_outcome(got, causal=True))]
-        temperature = temperature_outcome(got, scores, scale_table(d_k, tokens=scores.shape[-1]), causal=True)
+        temperature = temperature_observation(got, scores, scale_table(d_k, tokens=scores.shape[-1]), causal=True)
         pattern = pattern_outcome(got)
-        return (found + ([observation("temperature", temperature)] if temperature else [])
+        # The future's scores changed: weights that move see the future (the mask has no effect); weights that
+        # keep weight on the future but do not move had the hidden scores replaced by a constant (measured).
+        n = scores.shape[-1]
+        moved = scores + 3.0 * torch.triu(torch.ones(n, n), diagonal=1)
+        future = future_scores_observation(got, student.call("causal_attention_weights", moved, d_k), scores, d_k)
+        return (found + temperature + future
                 + ([observation("pattern", pattern)] if pattern else []))
 
     return probes
