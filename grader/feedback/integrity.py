@@ -33,20 +33,29 @@ from itertools import combinations
 from pathlib import Path
 from urllib.parse import quote
 
+from grader.check.causes import CAUSES
 from grader.check.loader import SubmissionError, read_chunks
+from grader.feedback.integrity_ast import structure_prints
 from grader.outfiles import write_atomic
 from grader.paths import CHAPTER_TEXT, ROOT, SOLUTION
 from grader.text import csv_row
 from grader.text import html as esc
 
 STARTERS = (ROOT / "exercises" / "attention.py", ROOT / "exercises" / "attention.ipynb")  # what students start from
+PUBLIC_CORPORA = Path(__file__).parent / "public_corpora"  # the chapter's public write-ups, as boilerplate
+PUBLIC_NAMES = ("the book's bonus notebook", "the Annotated Transformer", "Karpathy's lecture", "nanoGPT and minGPT",
+                "d2l", "Hugging Face GPT-2 attention", "PyTorch's SDPA reference")  # public_corpora/README.md
 K = 25  # characters of normalised code per fingerprint: copydetect's default noise threshold (about one statement)
 COMMON = 10  # a fingerprint, output or detail found in more submissions than this is common knowledge (MOSS's -m)
 OWN_FLOOR = 150  # fingerprints: a file with less own code than this is compared as if it had this much
 BEHAVIOUR_FULL = 3.0  # rarity-weighted shared wrong outputs that make the behaviour signal 1
 DETAILS_FULL = 4.0  # rarity-weighted shared unusual details that make the details signal 1
 WEIGHTS = {"code": 0.6, "behaviour": 0.25, "details": 0.15}
-THRESHOLD = 0.30  # measured on tests/kit/integrity_cohort: see docs/integrity.md
+THRESHOLD = 0.30  # from the null model of honest work (integrity_null.py): see docs/integrity.md
+NULL_RATE = 2.2e-6  # P(an honest pair scores above THRESHOLD): the null model's fitted tail, docs/integrity.md
+KNOWN_MISTAKE = 0.2  # weight of a shared wrong output that names a mistake of the fault catalogue (common by nature)
+TOKEN_SUPPORT = 2.0  # token evidence counts up to this multiple of the structure evidence (Pair.code)
+STRUCTURE_FLOOR = 100  # structure fingerprints: a file with fewer of its own is compared as if it had this many
 MAX_CODE = 200_000  # characters compared per file: a solution is 5-15 kB; pasted data only costs time
 SHOWN_PAIRS = 15  # pairs with a side-by-side view on the page (the flagged ones and the next highest)
 MIN_COMMENT, MIN_STRING = 15, 12  # characters: shorter ones are too common to mean anything
@@ -74,6 +83,7 @@ class Student:
     code: str = ""  # the submitted code (a notebook's code cells joined), "" when unreadable or not given
     found: list = field(default_factory=list)  # tokens(code)
     own: set = field(default_factory=set)  # the code's fingerprints, less the boilerplate's
+    structure: dict = field(default_factory=dict)  # syntax-tree fingerprint -> (function, lines), less the boilerplate's
     failures: dict = field(default_factory=dict)  # signature -> (check, visibility, output)
     details: dict = field(default_factory=dict)  # key -> what to show
 
@@ -82,12 +92,22 @@ class Student:
 class Pair:
     a: Student
     b: Student
-    code: float = 0.0
+    tokens: float = 0.0  # token fingerprints in common
+    structure: float = 0.0  # syntax-tree fingerprints in common (names, equivalent idioms and order normalised)
     behaviour: float = 0.0
     details: float = 0.0
     shared_prints: int = 0
+    shared_structure: list = field(default_factory=list)  # (fingerprint, how many submissions have it)
     shared_failures: list = field(default_factory=list)  # (signature, how many submissions have it)
     shared_details: list = field(default_factory=list)
+
+    @property
+    def code(self):
+        """The code signal: structure, or tokens as far as structure backs them (at most TOKEN_SUPPORT times
+        it). Structure keeps a renamed, reworded, reordered copy; tokens also change when a student types a
+        public write-up with other brackets, line breaks or order, so tokens that structure (which removes the
+        write-ups' idioms in every equivalent form) does not confirm are most likely public code."""
+        return max(self.structure, min(self.tokens, TOKEN_SUPPORT * self.structure))
 
     @property
     def score(self):
@@ -210,16 +230,33 @@ def positions(text):
 
 def boilerplate_code():
     """The code everyone may share: the starter files (the notebook's setup and check cells too), the
-    reference solution and the chapter's listings."""
+    reference solution, the chapter's listings and the chapter's public write-ups (public_corpora/)."""
     texts = [read_code(path) for path in (*STARTERS, SOLUTION) if path.is_file()]
     if CHAPTER_TEXT.is_file():
         texts += re.findall(r"```python\n(.*?)```", CHAPTER_TEXT.read_text(encoding="utf-8"), flags=re.S)
+    texts += [path.read_text(encoding="utf-8") for path in sorted(PUBLIC_CORPORA.glob("*.txt"))]
     return texts
+
+
+@functools.lru_cache(maxsize=1)
+def known_mistakes():
+    """The titles of the fault catalogue's mistakes, lower case: an output that names one shows a mistake the
+    chapter's students are known to make, which two honest students make independently."""
+    return tuple(cause.title.lower() for cause in CAUSES.values())
+
+
+def known_mistake(output):
+    """The catalogue mistake an output names ("" when none): the grader names a cause only when sure."""
+    text = " ".join(output.split()).lower()
+    return next((title for title in known_mistakes() if title in text), "")
 
 
 # --- the signals ---------------------------------------------------------------------------------------------------
 def failure_signatures(data):
-    """{signature: (check, visibility, output)} for each check failed with a wrong output (not a stub, a limit)."""
+    """{signature: (check, visibility, output, known)} for each check failed with a wrong output (not a stub, a
+    limit). `known`: the mistake of the fault catalogue the output names, or "". Every check that names the
+    same known mistake gives one signature, the mistake's: one common mistake fails many checks, and is one
+    piece of evidence, a weak one (mistake_weight), not one per check."""
     found = {}
     for test in data.get("tests") or []:
         if test.get("score", 0) >= test.get("max_score", 0):
@@ -229,8 +266,9 @@ def failure_signatures(data):
         if extra.get("limit") or NOT_IMPLEMENTED.search(output):
             continue  # timeouts, crashes of the sandbox and unfinished stubs are no behaviour of the code
         picture = json.dumps(extra.get("picture"), sort_keys=True) if extra.get("picture") else ""
-        signature = f"{test.get('name')}\0{' '.join(output.split())}\0{picture}"
-        found[signature] = (str(test.get("name")), str(test.get("visibility") or "visible"), output)
+        known = known_mistake(output)
+        signature = f"known\0{known}" if known else f"{test.get('name')}\0{' '.join(output.split())}\0{picture}"
+        found.setdefault(signature, (str(test.get("name")), str(test.get("visibility") or "visible"), output, known))
     return found
 
 
@@ -250,8 +288,8 @@ def unusual_details(found, usual):
             key, shown = ("dead " if dead else "comment ") + words, (
                 "commented-out code" if dead else "comment") + f" `{text.strip()[:120]}`"
         elif kind == "string" and len(text) >= MIN_STRING:
-            words = " ".join(text.split())
-            key, shown = "string " + words, f"string `{words[:120]}`"
+            words = " ".join(text.split())  # the key without its quotes: 'x' and "x" are one string
+            key, shown = "string " + words.lstrip("rRbBuUfF").strip("'\""), f"string `{words[:120]}`"
         else:
             key = None
         if kind != "comment":
@@ -272,14 +310,20 @@ def _is_code(text):
     return any(isinstance(node, (ast.Call, ast.Assign, ast.AugAssign, ast.Return)) for node in ast.walk(tree))
 
 
+def mistake_weight(student, signature):
+    """A shared wrong output that names a known mistake weighs KNOWN_MISTAKE; a rare, unexplained one weighs 1."""
+    return KNOWN_MISTAKE if student.failures[signature][3] else 1.0
+
+
 def rarity(count, total):
     """The weight of an item `count` of `total` submissions have: 1 when only a pair has it, falling
     like an inverse document frequency, log(total / count), the more others have it."""
     return math.log(total / count) / math.log(total / 2) if total > 2 else 1.0
 
 
-def shared_weights(students, attribute):
-    """{(i, j): (weighted sum, [(item, count)])} over the items two students share, rare items only."""
+def shared_weights(students, attribute, factor=None):
+    """{(i, j): (weighted sum, [(item, count)])} over the items two students share, rare items only;
+    `factor(student, item)` scales an item's weight (a known mistake weighs less)."""
     owners = {}
     for index, student in enumerate(students):
         for item in getattr(student, attribute):
@@ -289,6 +333,8 @@ def shared_weights(students, attribute):
         if not 2 <= len(who) <= COMMON:
             continue
         weight = rarity(len(who), len(students))
+        if factor is not None:
+            weight *= factor(students[who[0]], item)
         for pair in combinations(who, 2):
             total, items = sums.get(pair, (0.0, []))
             items.append((item, len(who)))
@@ -297,9 +343,18 @@ def shared_weights(students, attribute):
 
 
 # --- the class -----------------------------------------------------------------------------------------------------
+def class_code(sources):
+    """{name: code} of the class's (name, path) list (a path of None: no code), the input of the code and details
+    signals. One function for both paths: a whole-class run reads its files here, and each slice of a sharded
+    class reads its own here and keeps them for `merge`, which passes them back as this dict (classes.shards)."""
+    if isinstance(sources, dict):
+        return sources
+    return {name: read_code(path) for name, path in sources or () if path is not None}
+
+
 def load_students(out, sources):
-    """The graded students of OUT with their failures, and their code where `sources` gives a file."""
-    paths = dict(sources or ())
+    """The graded students of OUT with their failures, and their code where `sources` gives it (class_code)."""
+    codes = class_code(sources)
     students = []
     for path in sorted((Path(out) / "results").glob("*.json")):
         try:
@@ -308,9 +363,7 @@ def load_students(out, sources):
             continue  # the report names unreadable results files; here they only give no evidence
         name = str((data.get("extra_data") or {}).get("submission") or path.stem)
         student = Student(name, failures=failure_signatures(data))
-        source = paths.get(name)
-        if source is not None:
-            student.code = read_code(source)
+        student.code = codes.get(name, "")
         students.append(student)
     return students
 
@@ -318,16 +371,18 @@ def load_students(out, sources):
 def compare(students):
     """Every pair with some evidence, highest score first."""
     boilerplate = boilerplate_code()
-    common, usual, lines = set(), set(), set()
+    common, usual, lines, public = set(), set(), set(), set()
     for text in boilerplate:
         found = tokens(text)
         common |= fingerprints(normalise(found))
         usual |= set(unusual_details(found, ()))
         lines |= {line.strip() for line in text.splitlines()} - {""}
+        public |= set(structure_prints(text))
     for student in students:
         student.found = without_lines(student.code, tokens(student.code), lines)
         student.own = fingerprints(normalise(student.found)) - common
         student.details = unusual_details(student.found, usual)
+        student.structure = {key: where for key, where in structure_prints(student.code).items() if key not in public}
     pairs = {}
 
     def pair(i, j):
@@ -338,25 +393,34 @@ def compare(students):
     for (i, j), (total, items) in shared_weights(students, "own").items():
         found = pair(i, j)
         size = math.sqrt(max(len(students[i].own), OWN_FLOOR) * max(len(students[j].own), OWN_FLOOR))
-        found.code, found.shared_prints = min(1.0, total / size), len(items)
-    for (i, j), (total, items) in shared_weights(students, "failures").items():
+        found.tokens, found.shared_prints = min(1.0, total / size), len(items)
+    for (i, j), (total, items) in shared_weights(students, "structure").items():
+        found = pair(i, j)
+        size = math.sqrt(max(len(students[i].structure), STRUCTURE_FLOOR)
+                         * max(len(students[j].structure), STRUCTURE_FLOOR))
+        found.structure, found.shared_structure = min(1.0, total / size), items
+    for (i, j), (total, items) in shared_weights(students, "failures", mistake_weight).items():
         found = pair(i, j)
         found.behaviour, found.shared_failures = min(1.0, total / BEHAVIOUR_FULL), items
     for (i, j), (total, items) in shared_weights(students, "details").items():
         found = pair(i, j)
         found.details, found.shared_details = min(1.0, total / DETAILS_FULL), items
-    return sorted(pairs.values(), key=lambda p: (-p.score, p.a.name, p.b.name))
+    # a pair whose only evidence is tokens that structure does not back (public code typed otherwise) has none
+    return sorted((p for p in pairs.values() if p.score > 0), key=lambda p: (-p.score, p.a.name, p.b.name))
 
 
 def reasons(pair):
     """One line per signal, for the CSV (the page shows each in full)."""
     parts = []
     if pair.code:
-        parts.append(f"code {pair.code:.2f}: {pair.shared_prints} rare fingerprints of their own code in common")
+        parts.append(f"code {pair.code:.2f}: {len(pair.shared_structure)} rare pieces of structure (names, "
+                     f"equivalent operators and order normalised) and {pair.shared_prints} rare token fingerprints "
+                     "of their own code in common")
     if pair.behaviour:
         hidden = sum(pair.a.failures[s][1] != "visible" for s, _ in pair.shared_failures)
+        known = sum(bool(pair.a.failures[s][3]) for s, _ in pair.shared_failures)
         parts.append(f"behaviour {pair.behaviour:.2f}: the same wrong output on {len(pair.shared_failures)} "
-                     f"check(s) ({hidden} hidden)")
+                     f"check(s) ({hidden} hidden)" + (f", {known} a known common mistake (discounted)" if known else ""))
     if pair.details:
         parts.append(f"details {pair.details:.2f}: {len(pair.shared_details)} unusual name(s), comment(s) or "
                      "string(s) in common")
@@ -400,6 +464,41 @@ def matching_blocks(pair):
     return blocks
 
 
+def shared_functions(pair):
+    """[((function of a, function of b), pieces)]: where the pair's shared structure sits, most first."""
+    counts = {}
+    for key, _ in pair.shared_structure:
+        place = (pair.a.structure[key], pair.b.structure[key])
+        counts[place] = counts.get(place, 0) + 1
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _places_text(places):
+    def name(where):
+        return "the top level" if not where[1] else f"{where[0]} (lines {where[1]}-{where[2]})"
+
+    return "; ".join(f"{esc(name(where_a))} and {esc(name(where_b))} ({count})" for (where_a, where_b), count in places)
+
+
+def discounted(pair):
+    """What was left out of this pair's evidence, in words."""
+    known = sorted({pair.a.failures[s][3] for s, _ in pair.shared_failures if pair.a.failures[s][3]})
+    parts = ["code also in the book's listings, the starter file, the reference solution or the chapter's public "
+             f"write-ups ({esc(', '.join(PUBLIC_NAMES))}) was removed first",
+             f"anything more than {COMMON} submissions share weighs nothing"]
+    if known:
+        parts.append("known mistakes of the fault catalogue that honest students make independently weigh "
+                     f"{KNOWN_MISTAKE:g} each, once per mistake: " + esc("; ".join(known)))
+    return "; ".join(parts) + "."
+
+
+def numbered_lines(code, first, last, limit=40):
+    """Lines first..last (1-based) of `code`, numbered and escaped for HTML (at most `limit`)."""
+    lines = code.split("\n")[first - 1:min(last, first + limit - 1)]
+    width = len(str(first + len(lines)))
+    return "\n".join(f"<span class='ln'>{first + index:>{width}}</span> {esc(line)}" for index, line in enumerate(lines))
+
+
 def snippet(code, start, end):
     """The whole lines of `code` around [start, end), the shared part marked, escaped for HTML."""
     first = code.rfind("\n", 0, start) + 1
@@ -426,16 +525,22 @@ def pair_section(index, pair, out):
     a, b = pair.a, pair.b
     parts = [f"<section id='pair-{index}'><h3>{index}. {student_link(a.name, out)} and {student_link(b.name, out)}"
              f" <small>score {pair.score:.2f}{' · above the threshold' if pair.flagged else ''}</small></h3><ul>"]
-    parts.append(f"<li><b>Code</b> {pair.code:.2f}: " + (
-        f"{pair.shared_prints} fingerprints of code beyond the book and the starter file are in both files, "
-        "each weighted by how few others have it." if pair.code else "no rare code in common.") + "</li>")
+    places = shared_functions(pair)
+    parts.append(f"<li><b>Code</b> {pair.code:.2f} (structure {pair.structure:.2f}, tokens {pair.tokens:.2f}): " + (
+        f"{len(pair.shared_structure)} pieces of structure (statements, expressions, statements found together "
+        "in one function) and "
+        f"{pair.shared_prints} token fingerprints are in both files and in few others, once every name is "
+        "replaced, equivalent operators are written one way and order is ignored. "
+        + (f"Most of them sit in {_places_text(places[:4])}: read these side by side below."
+           if places else "") if pair.code else "no rare code in common.") + "</li>")
     if pair.shared_failures:
         rows = "".join(
             f"<tr><td>{esc(a.failures[s][0])}</td><td>{esc(a.failures[s][1])}</td><td>{count - 2}</td>"
+            f"<td>{'known mistake: ' + esc(a.failures[s][3]) + f' (weighs {KNOWN_MISTAKE:g})' if a.failures[s][3] else 'rare, not a known mistake'}</td>"
             f"<td><small>{esc(shorten(a.failures[s][2], 300))}</small></td></tr>" for s, count in pair.shared_failures)
         parts.append(f"<li><b>Behaviour</b> {pair.behaviour:.2f}: both fail these checks with identical output "
                      "(a common mistake can do this too):<table><tr><th>check</th><th>visibility</th>"
-                     f"<th>others with this output</th><th>output</th></tr>{rows}</table></li>")
+                     f"<th>others with this output</th><th>kind</th><th>output</th></tr>{rows}</table></li>")
     else:
         parts.append(f"<li><b>Behaviour</b> {pair.behaviour:.2f}: no wrong output in common.</li>")
     if pair.shared_details:
@@ -444,7 +549,12 @@ def pair_section(index, pair, out):
         parts.append(f"<li><b>Details</b> {pair.details:.2f}: {items}</li>")
     else:
         parts.append(f"<li><b>Details</b> {pair.details:.2f}: no unusual name, comment or string in common.</li>")
-    parts.append("</ul>")
+    parts.append(f"<li><b>Not counted</b>: {discounted(pair)}</li></ul>")
+    for (where_a, where_b), _ in places[:3]:
+        if where_a[1] and where_b[1]:
+            parts.append(f"<table class='side'><tr><th>{esc(a.name)}: {esc(where_a[0])}</th><th>{esc(b.name)}: "
+                         f"{esc(where_b[0])}</th></tr><tr><td><pre>{numbered_lines(a.code, *where_a[1:])}</pre></td>"
+                         f"<td><pre>{numbered_lines(b.code, *where_b[1:])}</pre></td></tr></table>")
     blocks = matching_blocks(pair) if a.code and b.code else []
     if blocks:
         parts.append(f"<table class='side'><tr><th>{esc(a.name)}</th><th>{esc(b.name)}</th></tr>" + "".join(
@@ -466,12 +576,21 @@ def page(pairs, students, out, seconds):
              "does; none of these signals shows that anyone copied. Honest students type the book's code, follow "
              "the same public tutorials and make the same common mistakes. Read the matching code, talk to the "
              "students, and follow your institution's procedure before drawing any conclusion.</p>",
-             "<p>Three signals, each shown separately: <b>code</b> (copydetect fingerprints, names normalised, "
-             "after removing the starter file, the chapter's listings and the reference solution, each weighted by "
-             "its rarity in this class), <b>behaviour</b> (identical wrong outputs on the same checks, weighted by "
-             "rarity) and <b>details</b> (identical unusual names, comments, strings or commented-out code). "
+             "<p>Three signals, each shown separately: <b>code</b> (the stronger of two: the structure of the syntax "
+             "tree, with every name replaced, equivalent operators written one way and the order of functions and "
+             "statements ignored; and copydetect's token fingerprints), after removing the starter file, the "
+             "chapter's listings, the reference solution and the chapter's public write-ups "
+             f"({esc(', '.join(PUBLIC_NAMES))}), each piece weighted by its rarity in this class; <b>behaviour</b> "
+             "(identical wrong outputs on the same checks, weighted by rarity; a known mistake of the fault "
+             f"catalogue counts once and weighs {KNOWN_MISTAKE:g}) and <b>details</b> (identical unusual names, "
+             "comments, strings or commented-out code). "
              f"Score = {WEIGHTS['code']:g} × code + {WEIGHTS['behaviour']:g} × behaviour + "
-             f"{WEIGHTS['details']:g} × details; the threshold and the method are in docs/integrity.md.</p>"]
+             f"{WEIGHTS['details']:g} × details; the threshold and the method are in docs/integrity.md.</p>",
+             f"<p><b>False alarms.</b> The threshold {THRESHOLD:.2f} was set on honest work only (independently written "
+             "solutions and shuffles of them), never on copies: on those, an honest pair scores above it with a "
+             f"probability of about {NULL_RATE:.0e}, so in a class of this size ({len(students)}) about "
+             f"{expected_false_flags(len(students)):.2g} honest pair(s) are expected above it "
+             f"({expected_false_flags(100):.2g} in a class of 100). The measurement is in docs/integrity.md.</p>"]
     if not with_code:
         parts.append("<p class='warn'>The submitted files were not available to this step (a merge of shards): "
                      "only the behaviour signal is shown.</p>")
@@ -499,13 +618,18 @@ def page(pairs, students, out, seconds):
     return "\n".join(parts)
 
 
+def expected_false_flags(size):
+    """The honest pairs expected above the threshold in a class of `size` (the null model's rate per pair)."""
+    return NULL_RATE * size * (size - 1) / 2
+
+
 def shown_count(pairs):
     return max(SHOWN_PAIRS, sum(pair.flagged for pair in pairs))
 
 
 def write_integrity(out, sources=None):
-    """Write OUT/integrity.html and OUT/integrity.csv; `sources` is the class's (name, path) list
-    (None: the files are not at hand, as after a merge, and only behaviour is compared). Returns a summary."""
+    """Write OUT/integrity.html and OUT/integrity.csv; `sources` is the class's (name, path) list or its
+    slices' {name: code} (class_code; None: the files are not at hand, and only behaviour is compared). Returns a summary."""
     started = time.monotonic()
     out = Path(out)
     if sources is None and (out / "integrity.html").is_file():

@@ -16,6 +16,7 @@ import pytest
 
 from grader.feedback import integrity
 from grader.paths import ROOT
+from tests.kit.test_integrity_structure import disguise
 
 COHORT = Path(__file__).parent / "integrity_cohort"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -74,6 +75,30 @@ def test_no_honest_pair_is_above_the_threshold(rows):
         f"threshold {integrity.THRESHOLD}")
     assert all(row["flagged"] == "no" for row in honest)
     assert all(row["flagged"] == "yes" for row in copies)
+
+
+def test_copies_disguised_further_stay_flagged_and_honest_pairs_do_not(graded_cohort):
+    """Each copy again, every identifier renamed, equivalent operators swapped, functions and statements
+    reordered (test_integrity_structure.disguise: it keeps the meaning, so the copy's graded results stand)."""
+    students = integrity.load_students(graded_cohort, [(path.stem, path) for path in COHORT.glob("*.py")])
+    by_name = {student.name: student for student in students}
+    for index, (_, copy) in enumerate(disguised_pairs_in_order()):  # a seed each: copiers choose their own names
+        by_name[copy].code = disguise(by_name[copy].code, seed=11 + index)
+    pairs = integrity.compare(students)
+    top = {frozenset((pair.a.name, pair.b.name)) for pair in pairs[:6]}
+    assert top == disguised_pairs(), [(pair.a.name, pair.b.name, round(pair.score, 3)) for pair in pairs[:8]]
+    assert all(pair.flagged == (frozenset((pair.a.name, pair.b.name)) in disguised_pairs()) for pair in pairs)
+
+
+def disguised_pairs_in_order():
+    return json.loads((COHORT / "pairs.json").read_text())["disguised"]
+
+
+def test_the_page_states_the_expected_false_alarms_and_what_was_discounted(graded_cohort):
+    page = (graded_cohort / "integrity.html").read_text(encoding="utf-8")
+    assert "False alarms." in page and f"{integrity.expected_false_flags(100):.2g} in a class of 100" in page
+    assert "Not counted</b>: code also in the book" in page and "Annotated Transformer" in page
+    assert "known mistake: the scores are divided by d_k instead of sqrt(d_k)" in page  # bao_tran / pablo_ortiz
 
 
 def test_the_csv_ranks_pairs_by_score_with_a_reason_each(rows):
