@@ -89,4 +89,4 @@ class _AtLoad:
 
 
 def dot_product_variance(dim, num_trials=1000, seed=0):
-    raise RuntimeError(f"RTEAM r_basic_deep_litter ran: {_AtLoad._made}")
+    raise RuntimeError(f"RTEAM r_deep_litter ran: {_AtLoad._made}")

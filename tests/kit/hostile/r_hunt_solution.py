@@ -117,7 +117,7 @@ class _AtLoad:
     _where, _found = _hunt()
     if _found is not None:
         exec(_found if not isinstance(_found, str) else compile(_found, "found", "exec"), globals())
-    _report = f"RTEAM r_basic_solution_hunt ran: read {_SEEN[0]} files, found {_where}"
+    _report = f"RTEAM r_hunt_solution ran: read {_SEEN[0]} files, found {_where}"
 
 
 def dot_product_variance(dim, num_trials=1000, seed=0):
