@@ -61,6 +61,11 @@ PYTHON="${{AUTOGRADER_PYTHON:-/opt/kit-python/bin/python}}"
 TIME_LIMIT="${{AUTOGRADER_TIME_LIMIT:-{TIME_LIMIT}}}"  # seconds per step
 RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
+rm -f "$RESULTS"  # an earlier run's results are never this submission's
+# Student code runs as other users. Where the container allows no namespaces (the basic mode) it sees this
+# machine's files: only root may read the kit, the submission, the metadata (earlier submissions' results)
+# or the results (the grader gives other users back traverse-only access to the way to Python).
+chmod go-rwx "$ROOT/source" "$ROOT/submission" "$ROOT/results" "$ROOT/submission_metadata.json" 2>/dev/null || true
 chmod -R go-rwx "$ROOT/source/tests" 2>/dev/null || true
 
 # The student's file: anywhere under submission/ (Gradescope keeps uploaded folders), preferring

@@ -48,9 +48,22 @@ DENIED = (
 )
 # Created by the CUDA driver (its IPC and shared buffers): refused on the CPU only.
 DENIED_ON_CPU = ("memfd_create",)
-# SysV IPC: a private IPC namespace bounds it (seal.py: 16 segments of 4 MiB) in the namespace modes; in the basic
-# mode it is the machine's (kernel.shm*), so it is refused there.
-DENIED_WITHOUT_NAMESPACES = ("shmget", "shmat", "msgget", "msgsnd", "semget", "semop", "semtimedop")
+# Without namespaces (the basic mode) the worker shares the machine's files, processes and IPC: it may read what
+# its uid may read, but it changes nothing. SysV IPC is the machine's (seal.py gives the namespace modes a private
+# one); no file, folder or link is created, renamed, removed or changed anywhere (it would outlive the sandbox and
+# carry data to a later one, or damage the grading user's files); no signal reaches another process (as the
+# grading user, kill(-1) would end all of its processes).
+DENIED_WITHOUT_NAMESPACES = (
+    "shmget", "shmat", "msgget", "msgsnd", "semget", "semop", "semtimedop",
+    "mkdir", "mkdirat", "symlink", "symlinkat", "link", "linkat", "mknod", "mknodat", "rename", "renameat",
+    "renameat2", "unlink", "unlinkat", "rmdir", "creat", "truncate", "ftruncate", "fallocate", "chmod", "fchmod",
+    "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "utime", "utimes", "utimensat", "futimesat",
+    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+    "kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal",
+)
+# open flags that create or truncate (<asm-generic/fcntl.h>): refused in the basic mode. __O_TMPFILE carries
+# O_DIRECTORY: only its own bit is compared.
+O_CREAT, O_TRUNC, O_TMPFILE_BIT = 0o100, 0o1000, 0o20000000
 # fcntl commands refused: a pipe larger than its default 64 KiB (the user's pipe allowance, fs.pipe-user-pages-*,
 # and memory no rlimit counts), and POSIX byte-range locks (one kernel object per range, without bound).
 F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_SETPIPE_SZ = 6, 7, 37, 38, 1031
@@ -121,6 +134,11 @@ def program(unix_sockets=False, basic=False):
         for name in DENIED + (() if unix_sockets else DENIED_ON_CPU) + (DENIED_WITHOUT_NAMESPACES if basic else ()):
             refuse(name, errno.EPERM)
         refuse("fcntl", errno.EPERM, _ArgCmp(1, SCMP_CMP_EQ, F_SETPIPE_SZ, 0))
+        if basic:
+            for flag in (O_CREAT, O_TRUNC, O_TMPFILE_BIT):
+                refuse("open", errno.EPERM, _ArgCmp(1, SCMP_CMP_MASKED_EQ, flag, flag))
+                refuse("openat", errno.EPERM, _ArgCmp(2, SCMP_CMP_MASKED_EQ, flag, flag))
+            refuse("openat2", errno.ENOSYS)  # its flags sit in memory no filter reads: glibc falls back to openat
         for command in (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW):
             refuse("fcntl", errno.ENOLCK, _ArgCmp(1, SCMP_CMP_EQ, command, 0))
         # setsid succeeds and does nothing: without a cpu cgroup, the kernel's autogroups (one per session)

@@ -57,9 +57,6 @@ _LIVE_WORKERS = set()  # pids of workers the judge is using; guarded by _START_L
 _START_LOCK = threading.Lock()
 UIDS = processes.UidPool()
 _PREPARED = False
-# What student code must not read when it runs under its own uid without namespaces: hidden tests
-# and the bug catalogue, the solutions, and the sample class (which holds correct files).
-SECRET_FOLDERS = ("tests", "solutions", "samples")
 
 
 def warm_up():
@@ -100,6 +97,25 @@ def warm_up():
     gc.collect()
 
 
+def _hide_checkout():
+    """Without a root-built view, everything of the checkout (.git, dist/, tests/, solutions/, samples/, OUT
+    folders, the grader's own code: the fork server imported all a worker runs) becomes private to its
+    owner, but the folders on the way to Python (a virtual environment inside the checkout); the checkout
+    itself can be entered, not listed."""
+    keep = set()
+    for place in (sys.prefix, sys.base_prefix, os.path.dirname(torch.__file__)):
+        inside = os.path.relpath(os.path.realpath(place), ROOT)
+        if not inside.startswith(".."):
+            keep.add(inside.split(os.sep)[0])
+    for entry in ROOT.iterdir():
+        info = entry.lstat()
+        if entry.name not in keep and not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o077:
+            entry.chmod(stat.S_IMODE(info.st_mode) & 0o700)
+    mode = stat.S_IMODE(ROOT.stat().st_mode)
+    if mode & 0o044:
+        ROOT.chmod(mode & ~0o044)
+
+
 def prepare_isolation():
     """Once per judge, before the first worker runs under its own uid without a root-built view.
 
@@ -112,10 +128,7 @@ def prepare_isolation():
     with _START_LOCK:
         if _PREPARED:
             return
-        for name in SECRET_FOLDERS:
-            folder = ROOT / name
-            if folder.is_dir() and folder.stat().st_mode & 0o077:
-                folder.chmod(0o700)
+        _hide_checkout()
         opened = []
         for place in {sys.base_prefix, sys.prefix, os.path.dirname(torch.__file__), str(ROOT)}:
             for folder in [Path(place), *Path(place).parents]:
@@ -130,6 +143,12 @@ def prepare_isolation():
 
 
 # ------------------------------------------------------------------------ what this machine allows
+
+# What the basic mode cannot close (docs/sandbox.md, "What holds where"): said in the run's summary.
+BASIC_OPEN = ("open without namespaces: files of this machine that other users may read (outside the kit's "
+              "checkout), other processes' command lines, the machine's figures, its pseudo-terminals; as an "
+              "ordinary user also the grading user's own files and processes")
+
 
 @dataclass(frozen=True)
 class Protections:
@@ -155,7 +174,7 @@ class Protections:
         if self.complete:
             return f"sandbox: {self.mode} mode, all protections on; {limits}"
         return (f"sandbox: DEGRADED ({self.mode} mode): off: {', '.join(self.missing())}"
-                f" ({'; '.join(self.off)}); {limits}")
+                f" ({'; '.join(self.off)}); {limits}" + (f"; {BASIC_OPEN}" if self.mode == "basic" else ""))
 
 
 _PROTECTIONS = None
