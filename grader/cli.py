@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from grader.classes import class_record, tables
-from grader.classes.bulk import (grade_class, parse_shard, read_shards, shard, shard_from_environment, suite_digest,
-                                 write_manifest)
+from grader.classes.bulk import grade_class, suite_digest
+from grader.classes.shards import parse_shard, read_shards, shard, shard_from_environment, write_slice
 from grader.classes.submissions import UsageError, collect
 from grader.feedback import page as feedback
 from grader.feedback import report
@@ -48,7 +48,8 @@ def grading_engine(name):
 
 def grade_command(args):
     try:
-        slice_of_class = parse_shard(args.shard) if args.shard else None
+        # a scheduler's slice is read here, before anything is graded: every task of a bad array refuses alike
+        slice_of_class = parse_shard(args.shard) if args.shard else scheduler_shard()
     except ValueError as error:
         raise UsageError(str(error)) from None
     collected = collect(args.path, args.zip_encoding)
@@ -82,8 +83,6 @@ def grade_command(args):
         if single and not args.results and class_record.is_class_out(out):  # never mix a lone file into a class
             raise UsageError(f"{out} holds a graded class; grade this file into another OUT, or regrade a student "
                              f"of that class: make regrade STUDENT=<name> SUBMISSION={args.path} OUT={out}")
-        if not single and slice_of_class is None:
-            slice_of_class = scheduler_shard()
         record = class_record.read_record(out) if not single else {}
         if not single:
             record = class_run_record(record, collected, args)
@@ -104,12 +103,14 @@ def grade_command(args):
                     return zero_result(name, None, tests, rejected[name])
                 return grade(path, name, tests, options)
 
-            if slice_of_class:
+            settings = grading_settings(args, options)
+            if slice_of_class:  # the slice records the whole class it was cut from, and its code (classes.shards)
+                from grader.feedback.integrity import class_code
+
                 index, count = slice_of_class
-                submissions = shard(submissions, index, count)
-                write_manifest(out, index, count, [name for name, _ in submissions])
-            graded = grade_class(submissions, tests, options, out, maxima, grade_or_reject,
-                                 grading_settings(args, options), jobs=args.jobs)
+                whole, submissions = submissions, shard(submissions, index, count)
+                write_slice(out, index, count, whole, settings, record["source"], class_code(submissions))
+            graded = grade_class(submissions, tests, options, out, maxima, grade_or_reject, settings, jobs=args.jobs)
             if slice_of_class:  # a shard's class files come from `merge`; its record carries the origins
                 class_record.write_record(out, record)
             else:
@@ -127,12 +128,15 @@ def grade_command(args):
 def merge_command(args):
     """Combine the OUT folders of `grade --shard i/N` runs into one class: results, grades.csv, LMS files."""
     try:
-        found, problems = read_shards(args.shards)
+        found, code, problems, reruns = read_shards(args.shards)
     except (ValueError, OSError) as error:
         raise UsageError(str(error)) from None
     for problem in problems:
-        print(f"error: {problem}", file=sys.stderr)
-    if problems:
+        print(f"error: {terminal(problem)}", file=sys.stderr)
+    if problems:  # nothing is written: a class of mixed versions or with a slice missing would be wrong
+        if reruns:
+            print("grade these slices again, then merge again:\n" + "\n".join(f"    {terminal(line)}" for line in reruns),
+                  file=sys.stderr)
         return 1
     out = Path(args.out)
     args.held.enter_context(hold_out(out))
@@ -149,7 +153,7 @@ def merge_command(args):
         record.setdefault("origins", {}).update(shard_record.get("origins") or {})
     record = with_roster_and_overrides(record, args)
     check_class_inputs(record, [result.name for result in graded])
-    record = write_class_files(out, graded, maxima, record)
+    record = write_class_files(out, graded, maxima, record, sources=code)  # the slices' code: the integrity page's
     print(tables.score_table(graded, maxima, record.get("final")))
     print(f"\nmerged {len(args.shards)} shard(s), {len(graded)} submission(s), into {out}")
     return 0
@@ -158,7 +162,7 @@ def merge_command(args):
 def write_class_files(out, graded, maxima, record, sources=None):
     """Everything written once per class, after all its submissions are graded: grades.csv, the LMS files
     and class.json (final scores: overrides applied), the feedback pages, the integrity page (code evidence
-    only when `sources`, the class's (name, path) list, is given), the report. Returns the record."""
+    only when `sources`, the class's (name, path) list or its slices' {name: code}, is given), the report. Returns the record."""
     out = Path(out)
     notes, roster, refused = [], None, None
     record.pop("students", None)

@@ -1,4 +1,4 @@
-"""Grade a whole class: resumable, shardable, with progress.
+"""Grade a whole class: resumable, with progress (slices of a class: classes.shards).
 
 Each submission's results.json is written atomically the moment it is graded,
 with a fingerprint of what was graded and with what (the file's bytes, the
@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import pwd
-import re
 import stat
 import sys
 import time
@@ -130,61 +129,6 @@ def fingerprint(path, settings):
     return digest.hexdigest()[:32]
 
 
-def parse_shard(text):
-    """'2/4' -> (2, 4): the second of four slices, counted from 1."""
-    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
-    if not match or not 1 <= int(match[1]) <= int(match[2]):
-        raise ValueError(f"SHARD must look like i/N with 1 <= i <= N (e.g. 2/4), not {text!r}")
-    return int(match[1]), int(match[2])
-
-
-def shard_from_environment(env):
-    """((i, N), where) from a scheduler's environment when SHARD is not given, else None.
-
-    Slurm array jobs: SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_MIN and _MAX, or _COUNT (a step, as in
-    --array=0-30:10, is worked out from MIN, MAX and COUNT). Kubernetes Indexed Jobs:
-    JOB_COMPLETION_INDEX (0-based) with SHARD_COUNT, which the Job's manifest sets to its `completions`.
-    ValueError when the variables are there but do not make a slice (a sparse array like --array=1,4,9)."""
-    if env.get("SLURM_ARRAY_TASK_ID", "").strip():
-        task = _integer(env, "SLURM_ARRAY_TASK_ID")
-        low = _integer(env, "SLURM_ARRAY_TASK_MIN") if env.get("SLURM_ARRAY_TASK_MIN") else 0
-        if env.get("SLURM_ARRAY_TASK_MAX"):
-            high = _integer(env, "SLURM_ARRAY_TASK_MAX")
-            count = _integer(env, "SLURM_ARRAY_TASK_COUNT") if env.get("SLURM_ARRAY_TASK_COUNT") else high - low + 1
-        elif env.get("SLURM_ARRAY_TASK_COUNT"):
-            count = _integer(env, "SLURM_ARRAY_TASK_COUNT")
-            high = low + count - 1
-        else:
-            raise ValueError("SLURM_ARRAY_TASK_ID is set without SLURM_ARRAY_TASK_MAX or SLURM_ARRAY_TASK_COUNT")
-        step = (high - low) // (count - 1) if count > 1 else 1
-        if count < 1 or step < 1 or low + step * (count - 1) != high or (task - low) % step or not low <= task <= high:
-            raise ValueError(f"Slurm array task {task} of {low}-{high} ({count} tasks) is not one of evenly spaced "
-                             "tasks: use --array=1-N (or give SHARD=i/N yourself)")
-        return ((task - low) // step + 1, count), f"Slurm array task {task} ({low}-{high})"
-    if env.get("JOB_COMPLETION_INDEX", "").strip():
-        if not env.get("SHARD_COUNT", "").strip():
-            raise ValueError("JOB_COMPLETION_INDEX is set but SHARD_COUNT is not: set it to the Job's "
-                             "`completions` in the manifest (docs/cluster.md)")
-        index, count = _integer(env, "JOB_COMPLETION_INDEX"), _integer(env, "SHARD_COUNT")
-        if not 0 <= index < count:
-            raise ValueError(f"JOB_COMPLETION_INDEX={index} is outside 0..{count - 1} (SHARD_COUNT={count})")
-        return (index + 1, count), f"Kubernetes completion index {index} of {count}"
-    return None
-
-
-def _integer(env, key):
-    try:
-        return int(env[key].strip())
-    except ValueError:
-        raise ValueError(f"{key}={env[key]!r} is not a whole number") from None
-
-
-def shard(submissions, index, count):
-    """The index-th of `count` slices, by name order, dealt round-robin so slices are balanced."""
-    ordered = sorted(submissions, key=lambda item: item[0])
-    return ordered[index - 1::count]
-
-
 def result_path(out, name):
     return Path(out) / "results" / f"{name}.json"
 
@@ -275,57 +219,3 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
         if not path.is_file() or path.read_text(encoding="utf-8", errors="replace") != result.text:
             write_atomic(path, result.text)
     return graded
-
-
-def write_manifest(out, index, count, names):
-    """out/shard.json: which slice this folder holds, so that `merge` can tell when one is missing."""
-    write_atomic(Path(out) / "shard.json",
-                            json.dumps({"shard": index, "of": count, "submissions": sorted(names)}, indent=1) + "\n")
-
-
-def read_manifest(folder):
-    """{"shard": i, "of": N, "submissions": [names]} of a shard's OUT folder; ValueError saying what is wrong."""
-    manifest = Path(folder) / "shard.json"
-    if not manifest.is_file():
-        raise ValueError(f"{folder} has no shard.json: is it the OUT folder of a `make grade SHARD=i/N` run?")
-    try:
-        info = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise ValueError(f"{manifest} cannot be read ({error}): rerun that shard") from None
-    names = info.get("submissions") if isinstance(info, dict) else None
-    if not (isinstance(info, dict) and all(type(info.get(key)) is int for key in ("shard", "of"))
-            and 1 <= info["shard"] <= info["of"] and isinstance(names, list)
-            and all(isinstance(name, str) and name and Path(name).name == name and not name.startswith(".")
-                    and "\0" not in name for name in names)):  # a results file's name, never a path
-        raise ValueError(f"{manifest} is not a shard manifest of this grader (it needs \"shard\": i, \"of\": N and "
-                         "the submissions' names): rerun that shard")
-    return info
-
-
-def read_shards(folders):
-    """All results of the shard folders, checked complete: every slice present, every listed result there."""
-    results, seen, problems, count = {}, set(), [], None
-    for folder in map(Path, folders):
-        info = read_manifest(folder)
-        if count not in (None, info["of"]):
-            raise ValueError(f"{folder} is a slice of {info['of']}, the others of {count}: mixed runs?")
-        count = info["of"]
-        if info["shard"] in seen:
-            raise ValueError(f"slice {info['shard']}/{count} is given twice ({folder})")
-        seen.add(info["shard"])
-        for name in info["submissions"]:
-            path = result_path(folder, name)
-            if not path.is_file():
-                problems.append(f"{name}: no results in {folder} (was that shard interrupted? rerun it)")
-                continue
-            if name in results:
-                raise ValueError(f"{name} was graded in two shards; shards must come from one class")
-            try:
-                results[name] = (path, results_io.read_results_json(path))
-            except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
-                raise ValueError(f"{path} is not a results file of this grader ({type(error).__name__}: "
-                                 f"{str(error)[:120]}): rerun that shard, or remove the file and rerun it") from None
-    missing = sorted(set(range(1, (count or 0) + 1)) - seen)
-    if missing:
-        problems.append("missing slice(s) " + ", ".join(f"{i}/{count}" for i in missing))
-    return results, problems

@@ -1,0 +1,149 @@
+"""Shards are one class: the merged class is the unsharded run's (its integrity page included); slices cut
+from another version of the class are refused, with the commands that grade exactly them again; a Slurm
+rerun of one task grades that slice; a bad array is refused by every task alike, before anything grades.
+
+The class is four files: an identical pair split across the two slices (a_copy, b_copy: one independently
+written solution of the integrity cohort) and two others; d_other is resubmitted between runs."""
+
+import csv
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.build.markers import clean_solution
+from grader.classes.shards import shard_from_environment
+from grader.faults.bugs import BUGS
+from grader.paths import ROOT
+from tests.kit.project import kit_project, shell_env
+
+COHORT = Path(__file__).parent / "integrity_cohort"
+TIME_LIMIT = "60"  # a busy test machine is slow
+
+
+def cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "grader", *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, **kwargs)
+
+
+def grade(folder, out, *more):
+    done = cli("grade", folder, "--out", out, "--time-limit", TIME_LIMIT, *more, env=scheduler_free_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def scheduler_free_env(**extra):
+    env = {key: value for key, value in shell_env().items()
+           if not key.startswith("SLURM_") and key not in ("JOB_COMPLETION_INDEX", "SHARD_COUNT")}
+    return {**env, **extra}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The class graded in two slices; then d_other resubmitted (fixed) and only slice 1 graded again, as
+    an instructor who forgot which slice held it would; the merge of those; the slice the merge names graded
+    again by the command it prints; the merge then; and one unsharded run of the new class."""
+    root = tmp_path_factory.mktemp("one_class")
+    folder = root / "class"
+    folder.mkdir()
+    shutil.copy(COHORT / "aiko_tanaka.py", folder / "a_copy.py")
+    shutil.copy(COHORT / "aiko_tanaka.py", folder / "b_copy.py")
+    shutil.copy(COHORT / "bao_tran.py", folder / "c_other.py")
+    clean = clean_solution()
+    (folder / "d_other.py").write_text(BUGS[0].apply(clean))
+    slices = [root / "out-1", root / "out-2"]
+    for index, out in enumerate(slices, start=1):
+        grade(folder, out, "--shard", f"{index}/2")
+    (folder / "d_other.py").write_text(clean)  # the resubmission: in slice 2
+    grade(folder, slices[0], "--shard", "1/2")
+    stale = cli("merge", *slices, "--out", root / "stale_merge")
+    advised = [line.strip() for line in stale.stderr.splitlines() if line.strip().startswith("make grade ")]
+    project = kit_project(root / "kit")
+    for line in advised or [f"make grade SUBMISSION={folder} SHARD=2/2 OUT={slices[1]}"]:  # old code: no advice
+        done = subprocess.run([*shlex.split(line), f"TIME_LIMIT={TIME_LIMIT}"], cwd=project, capture_output=True,
+                              text=True, timeout=600, env=scheduler_free_env())
+        assert done.returncode == 0, done.stderr[-3000:]
+    merged = cli("merge", *slices, "--out", root / "merged")
+    whole = grade(folder, root / "whole")
+    return {"root": root, "folder": folder, "slices": slices, "stale": stale, "advised": advised, "merged": merged,
+            "whole": whole}
+
+
+def test_a_slice_of_an_older_version_of_the_class_is_refused_with_the_command_that_grades_it_again(runs):
+    stale, root = runs["stale"], runs["root"]
+    assert stale.returncode == 1, "the merge kept d_other's grade from before its resubmission"
+    assert not (root / "stale_merge" / "grades.csv").exists()
+    assert re.search(r"error: slice 2/2 \(\S*out-2, cut [^)]+\) is not of the class the newest slice was cut from "
+                     r"\(1/2, .*submissions changed: d_other", stale.stderr), stale.stderr
+    assert runs["advised"] == [f"make grade SUBMISSION={runs['folder']} SHARD=2/2 OUT={runs['slices'][1]}"]
+    assert "--array=2 cluster/grade.sbatch" in stale.stderr
+
+
+def test_the_merged_class_after_the_advised_rerun_is_the_unsharded_run(runs):
+    root = runs["root"]
+    assert runs["merged"].returncode == 0, runs["merged"].stderr[-3000:]
+    assert (root / "merged" / "grades.csv").read_text() == (root / "whole" / "grades.csv").read_text()
+    rows = {row["submission"]: row for row in csv.DictReader((root / "merged" / "grades.csv").open())}
+    assert float(rows["d_other"]["total"]) == 100.0, "d_other's resubmission is graded"
+
+
+def test_the_merged_integrity_report_is_the_unsharded_one(runs):
+    root = runs["root"]
+    whole, merged = (root / "whole" / "integrity.csv").read_text(), (root / "merged" / "integrity.csv").read_text()
+    pairs = {(row["student_a"], row["student_b"]): row for row in csv.DictReader(whole.splitlines())}
+    assert pairs[("a_copy", "b_copy")]["flagged"] == "yes", "the identical pair is flagged in the unsharded run"
+    assert merged == whole
+    page = (root / "merged" / "integrity.html").read_text()
+    assert "4 submissions (4 with code read)" in page and "not available" not in page
+
+
+def test_a_merge_refuses_a_result_that_is_not_of_the_class_s_file(runs, tmp_path):
+    """A slice interrupted after the class changed keeps the older results of files it had not regraded yet:
+    the merge checks every result against its slice's class, not only that a results file is there."""
+    slices = [tmp_path / "out-1", tmp_path / "out-2"]
+    for source, target in zip(runs["slices"], slices):
+        shutil.copytree(source, target)
+    older = slices[1] / "results" / "d_other.json"
+    older.write_text(older.read_text().replace('"fingerprint": "', '"fingerprint": "0', 1))
+    done = cli("merge", *slices, "--out", tmp_path / "merged")
+    assert done.returncode == 1 and "d_other: the results in" in done.stderr, done.stderr
+    assert f"make grade SUBMISSION={runs['folder']} SHARD=2/2 OUT={slices[1]}" in done.stderr
+    assert not (tmp_path / "merged" / "grades.csv").exists()
+
+
+SLURM_RERUN = {"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "2", "SLURM_ARRAY_TASK_MAX": "2",
+               "SLURM_ARRAY_TASK_COUNT": "1"}  # what `sbatch --array=2 grade.sbatch` gives its one task
+
+
+def test_a_slurm_rerun_of_one_task_is_that_slice_or_refused():
+    assert shard_from_environment({**SLURM_RERUN, "SHARD_COUNT": "4"})[0] == (2, 4)
+    with pytest.raises(ValueError, match="SHARD_COUNT is not"):  # never the whole class as slice 1/1
+        shard_from_environment(SLURM_RERUN)
+
+
+SPARSE = {"SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "9", "SLURM_ARRAY_TASK_COUNT": "3"}  # --array=1,4,9
+
+
+@pytest.mark.parametrize("count", [None, "3"])
+def test_a_sparse_array_is_refused_by_every_task_alike(count):
+    said = set()
+    for task in ("1", "4", "9"):
+        env = {**SPARSE, "SLURM_ARRAY_TASK_ID": task, **({"SHARD_COUNT": count} if count else {})}
+        with pytest.raises(ValueError) as refused:
+            shard_from_environment(env)
+        said.add(str(refused.value))
+    assert len(said) == 1, said
+
+
+def test_a_bad_array_is_refused_before_anything_is_graded(tmp_path):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "alice.py").write_text(clean_solution())
+    done = cli("grade", folder, "--out", tmp_path / "out",
+               env=scheduler_free_env(**SPARSE, SLURM_ARRAY_TASK_ID="1", SHARD_COUNT="3"))
+    assert done.returncode == 2 and "task IDs 1-9 are not slice numbers of SHARD_COUNT=3" in done.stderr, done.stderr
+    assert not (tmp_path / "out" / "results").exists()
