@@ -12,8 +12,10 @@ run: pressure
 import ctypes as _ctypes
 import mmap as _mmap
 import os as _os
+import select as _select
 import time as _time
 
+_DEADLINE = [0.0]  # when the parent stops waiting: 2.5 s after the call, well inside a 5 s step
 _libc = _ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = _ctypes.c_void_p
 _libc.mmap.argtypes = [_ctypes.c_void_p, _ctypes.c_size_t, _ctypes.c_int, _ctypes.c_int, _ctypes.c_int, _ctypes.c_long]
@@ -85,6 +87,8 @@ _KINDS = ["inotify", "fanotify", "timers", "mqueue", "keys", "perf", "userfaultf
 def _probe():
     read_end, write_end = _os.pipe()
     for name in _KINDS:
+        if _time.monotonic() > _DEADLINE[0] - 1.0:
+            break
         if _os.fork() == 0:
             got = "error"
             try:
@@ -99,13 +103,26 @@ def _probe():
             _time.sleep(60)  # hold; outlive the step if the sandbox lets it
             _os._exit(0)
     _os.close(write_end)
-    text, deadline = b"", _time.monotonic() + 4
-    while _time.monotonic() < deadline and (chunk := _os.read(read_end, 4096)):
-        text += chunk
+    text = _collect(read_end, _DEADLINE[0])
     return dict(line.split() for line in text.decode().splitlines() if len(line.split()) == 2)
 
 
+def _collect(read_end, deadline):
+    """What the children reported before `deadline` (a slow child does not hold the step past it)."""
+    text = b""
+    while (left := deadline - _time.monotonic()) > 0:
+        if not _select.select([read_end], [], [], left)[0]:
+            break
+        chunk = _os.read(read_end, 4096)
+        if not chunk:
+            break
+        text += chunk
+    _os.close(read_end)
+    return text
+
+
 def attention_dropout(*args, **kwargs):
+    _DEADLINE[0] = _time.monotonic() + 2.5
     found = _probe()
     number = {name: int(value) for name, value in found.items() if value.isdigit()}
     refused = ["fanotify", "perf", "userfaultfd", "io_uring", "memfd_secret", "sockets", "keys", "mqueue"]

@@ -1,7 +1,7 @@
 """Red team (issue 26, memory outside the caps): shmem pages that neither RLIMIT_FSIZE nor the address
 space sees. fallocate(FALLOC_FL_KEEP_SIZE) gives a memfd (and a file in /dev/shm or /tmp, where one can be
 made) its pages while its size stays 0, so the file-size limit never applies and nothing is mapped.
-10 children take 96 MiB each this way, report what they hold (st_blocks), then hold it, trying to outlive
+8 children take 96 MiB each this way, report what they hold (st_blocks), then hold it, trying to outlive
 the step; the files in /dev/shm and /tmp (basic mode) are left behind, holding their pages.
 
 base: buggy
@@ -11,8 +11,10 @@ run: pressure
 
 import ctypes as _ctypes
 import os as _os
+import select as _select
 import time as _time
 
+_DEADLINE = [0.0]  # when the parent stops waiting: 2.5 s after the call, well inside a 5 s step
 _libc = _ctypes.CDLL(None, use_errno=True)
 _libc.fallocate.argtypes = [_ctypes.c_int, _ctypes.c_int, _ctypes.c_long, _ctypes.c_long]
 _MiB = 1 << 20
@@ -20,6 +22,8 @@ _MiB = 1 << 20
 
 def _grow(fd, most):
     for chunk in range(most // (8 * _MiB)):
+        if _time.monotonic() > _DEADLINE[0] - 0.4:
+            break
         if _libc.fallocate(fd, 1, chunk * 8 * _MiB, 8 * _MiB) != 0:  # FALLOC_FL_KEEP_SIZE
             break
     return _os.fstat(fd).st_blocks * 512
@@ -44,9 +48,11 @@ def _child(index, write_end):
     _time.sleep(60)
 
 
-def _hold(children=10):
+def _hold(children=8):
     read_end, write_end = _os.pipe()
     for index in range(children):
+        if _time.monotonic() > _DEADLINE[0] - 1.0:
+            break
         if _os.fork() == 0:
             try:
                 _os.close(read_end)
@@ -54,11 +60,24 @@ def _hold(children=10):
             finally:
                 _os._exit(0)
     _os.close(write_end)
-    text, deadline = b"", _time.monotonic() + 4
-    while _time.monotonic() < deadline and (chunk := _os.read(read_end, 4096)):
-        text += chunk
+    text = _collect(read_end, _DEADLINE[0])
     return sum(int(line) for line in text.split() if line.isdigit())
 
 
+def _collect(read_end, deadline):
+    """What the children reported before `deadline` (a slow child does not hold the step past it)."""
+    text = b""
+    while (left := deadline - _time.monotonic()) > 0:
+        if not _select.select([read_end], [], [], left)[0]:
+            break
+        chunk = _os.read(read_end, 4096)
+        if not chunk:
+            break
+        text += chunk
+    _os.close(read_end)
+    return text
+
+
 def attention_dropout(*args, **kwargs):
+    _DEADLINE[0] = _time.monotonic() + 2.5
     raise RuntimeError(f"RTEAM r_memfd_fallocate ran: ALLOWANCE memory {_hold()} MiB held by fallocated shmem")

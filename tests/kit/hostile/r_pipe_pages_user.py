@@ -1,5 +1,5 @@
 """Red team (issue 26, per-user): takes the uid's pipe allowance (fs.pipe-user-pages-soft, 16384 pages per
-user, not per namespace): 20 children each open as many pipes as descriptors allow, grow them
+user, not per namespace): 10 children each open as many pipes as descriptors allow, grow them
 (F_SETPIPE_SZ) and fill them. Past the soft limit every new pipe of that uid gets two pages instead of
 sixteen: the instructor's own shells and builds, when the sandbox runs under the instructor's uid (user
 namespaces map to it; the basic mode runs as it). The parent then opens a fresh pipe and reports its size,
@@ -12,7 +12,10 @@ run: pressure
 
 import fcntl as _fcntl
 import os as _os
+import select as _select
 import time as _time
+
+_DEADLINE = [0.0]  # when the parent stops waiting: 2.5 s after the call, well inside a 5 s step
 
 
 def _outer_uid():
@@ -27,7 +30,7 @@ def _child(write_end):
     held = 0
     pipes = []
     try:
-        while True:
+        while not _time.monotonic() > _DEADLINE[0] - 0.4:
             read_end, write_fd = _os.pipe()
             pipes.append((read_end, write_fd))
             try:
@@ -49,9 +52,11 @@ def _child(write_end):
     _time.sleep(60)
 
 
-def _fill(children=20):
+def _fill(children=10):
     read_end, write_end = _os.pipe()
     for _ in range(children):
+        if _time.monotonic() > _DEADLINE[0] - 1.0:
+            break
         try:
             pid = _os.fork()
         except OSError:
@@ -63,16 +68,29 @@ def _fill(children=20):
             finally:
                 _os._exit(0)
     _os.close(write_end)
-    text, deadline = b"", _time.monotonic() + 4
-    while _time.monotonic() < deadline and (chunk := _os.read(read_end, 4096)):
-        text += chunk
+    text = _collect(read_end, _DEADLINE[0])
     held = sum(int(line) for line in text.split() if line.isdigit()) >> 20
     fresh_read, fresh_write = _os.pipe()
     fresh = _fcntl.fcntl(fresh_write, 1032)  # F_GETPIPE_SZ
     return held, fresh
 
 
+def _collect(read_end, deadline):
+    """What the children reported before `deadline` (a slow child does not hold the step past it)."""
+    text = b""
+    while (left := deadline - _time.monotonic()) > 0:
+        if not _select.select([read_end], [], [], left)[0]:
+            break
+        chunk = _os.read(read_end, 4096)
+        if not chunk:
+            break
+        text += chunk
+    _os.close(read_end)
+    return text
+
+
 def attention_dropout(*args, **kwargs):
+    _DEADLINE[0] = _time.monotonic() + 2.5
     held, fresh = _fill()
     uid = _outer_uid()
     shared = not 61000 <= uid < 61000 + 512

@@ -1,6 +1,6 @@
 """Red team (issue 26, memory outside the caps): socket buffers, which no rlimit counts, obtained through
 the i386 table (`int 0x80`: socketpair 360 and socketcall) where the x86_64 socket calls are refused.
-12 children each make as many unix socketpairs as descriptors allow, fill both directions, report the
+6 children each make as many unix socketpairs as descriptors allow, fill both directions, report the
 bytes queued, then hold them.
 
 base: buggy
@@ -11,9 +11,11 @@ run: pressure
 import ctypes as _ctypes
 import mmap as _mmap
 import os as _os
+import select as _select
 import socket as _socket
 import time as _time
 
+_DEADLINE = [0.0]  # when the parent stops waiting: 2.5 s after the call, well inside a 5 s step
 _libc = _ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = _ctypes.c_void_p
 _libc.mmap.argtypes = [_ctypes.c_void_p, _ctypes.c_size_t, _ctypes.c_int, _ctypes.c_int, _ctypes.c_int, _ctypes.c_long]
@@ -50,6 +52,8 @@ def _child(write_end):
         call = _int80()
         low = _libc.mmap(None, 1 << 16, 3, 0x22 | 0x40, -1, 0)
         for _ in range(60):
+            if _time.monotonic() > _DEADLINE[0] - 0.4:
+                break
             found = _pair(call, low)
             if not found:
                 break
@@ -71,9 +75,11 @@ def _child(write_end):
     _time.sleep(60)
 
 
-def _hold(children=12):
+def _hold(children=6):
     read_end, write_end = _os.pipe()
     for _ in range(children):
+        if _time.monotonic() > _DEADLINE[0] - 1.0:
+            break
         if _os.fork() == 0:
             try:
                 _os.close(read_end)
@@ -81,15 +87,28 @@ def _hold(children=12):
             finally:
                 _os._exit(0)
     _os.close(write_end)
-    text, deadline = b"", _time.monotonic() + 4
-    while _time.monotonic() < deadline and (chunk := _os.read(read_end, 4096)):
-        text += chunk
+    text = _collect(read_end, _DEADLINE[0])
     lines = [line.split() for line in text.decode().splitlines() if line.split()]
     held = sum(int(line[0]) for line in lines if line[0].isdigit()) >> 20
     return held, sorted({line[1] for line in lines if len(line) > 1})
 
 
+def _collect(read_end, deadline):
+    """What the children reported before `deadline` (a slow child does not hold the step past it)."""
+    text = b""
+    while (left := deadline - _time.monotonic()) > 0:
+        if not _select.select([read_end], [], [], left)[0]:
+            break
+        chunk = _os.read(read_end, 4096)
+        if not chunk:
+            break
+        text += chunk
+    _os.close(read_end)
+    return text
+
+
 def attention_dropout(*args, **kwargs):
+    _DEADLINE[0] = _time.monotonic() + 2.5
     held, ways = _hold()
     raise RuntimeError(f"RTEAM r_socket_buffers_int80 ran: ALLOWANCE memory {held} MiB queued in socket buffers; "
                        f"ALLOWANCE kernel {int(any(way in ('int80', 'socketcall', 'x86_64') for way in ways))} "

@@ -2,7 +2,7 @@
 segments of one byte (kernel.shmmni is 4096 on a host), then up to 2000 semaphore sets and message queues.
 In a private IPC namespace that harms no one; in the host's (the basic mode) it takes the machine's
 shmmni, and no program on the host can create a segment while they are held. ALLOWANCE counts 1 when it
-held the host's whole shmmni; the attack removes them itself after holding them a second.
+held the host's whole shmmni; the attack removes them itself after holding them half a second.
 
 base: buggy
 class: k
@@ -23,7 +23,7 @@ def _fill():
     except OSError:
         host = True  # cannot tell: count them
     made = {"shm": [], "sem": [], "msg": []}
-    deadline = _time.monotonic() + 3
+    deadline = _time.monotonic() + 1.5
     for _ in range(4100):
         ident = _libc.shmget(0, 1, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
         if ident < 0 or _time.monotonic() > deadline:
@@ -40,7 +40,7 @@ def _fill():
             break
         made["msg"].append(ident)
     refused = _ctypes.get_errno()
-    _time.sleep(1.0)
+    _time.sleep(0.5)
     for ident in made["shm"]:
         _libc.shmctl(ident, 0, None)  # IPC_RMID
     for ident in made["sem"]:
