@@ -2,8 +2,11 @@
 
 Exit status 0 whenever grading completed, whatever the scores; 2 for bad usage
 (one line saying which argument and why); 1 when the run stopped early because
-OUT filled up, could not be written or is in use by another run: every result
-written so far is kept, and the same command resumes where it stopped.
+OUT filled up, could not be written or is in use by another run, or when the
+grader itself failed on a file (its zero is no verdict): every result written so
+far is kept, and the same command resumes where it stopped. Stopped by SIGINT
+(Ctrl-C), SIGTERM or SIGHUP, a run records nothing that was under way, says in one
+line how far it got, and exits 128 + the signal's number (`grader.stopping`).
 """
 
 import argparse
@@ -16,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from grader import stopping
 from grader.classes import class_record, tables
 from grader.classes.bulk import grade_class, suite_digest
 from grader.classes.shards import parse_shard, read_shards, shard, shard_from_environment, write_slice
@@ -120,9 +124,30 @@ def grade_command(args):
         print(f"\n{len(graded)} submission(s) graded in {time.monotonic() - started:.1f}s; results in {where}")
         if sandbox is not None:
             print(sandbox.summary())
-        return 0
+        return 0 if single else grader_failures(graded)
     finally:
         collected.cleanup()
+
+
+def grader_failures(graded):
+    """0, or 1 with a line naming the submissions the grader itself failed on (a zero that is no verdict, and
+    that the next run into the same OUT grades again: it carries no fingerprint)."""
+    failed = [result.name for result in graded if not result.fingerprint]
+    if not failed:
+        return 0
+    print(f"error: the grader failed on {len(failed)} submission(s), not their code: {terminal(', '.join(failed[:10]))}"
+          f"{' ...' if len(failed) > 10 else ''}; they show 0 for now: run the same command again to grade them "
+          "(the other results are kept)", file=sys.stderr)
+    return 1
+
+
+def stopped_message(stop, args):
+    """One line for a run stopped by a signal: how far it got, and that the same command resumes."""
+    done = (f"{stop.graded} of {stop.total} submission(s) are graded and saved in {terminal(args.out)}; "
+            if stop.graded is not None else "")
+    again = "the same command grades the rest" if args.command == "grade" else "run the same command again"
+    return (f"stopped by {stop}: {done}nothing under way was recorded; {again} "
+            "(every result already saved is reused)")
 
 
 def merge_command(args):
@@ -223,7 +248,7 @@ def check_class_run(args, collected):
         return
     before = class_record.read_record(args.out)
     record = class_run_record(dict(before), collected, args)
-    found = check_class_inputs(record, [name for name, _ in collected.submissions] + list(collected.rejected))
+    found = check_class_inputs(record, [name for name, _ in collected.submissions] + [name for name, _ in collected.rejected])
     regrades = record.get("regrades") or {}
     paths = {name: Path(regrades[name]) if regrades.get(name) and Path(regrades[name]).is_file() else path
              for name, path in collected.submissions}
@@ -425,7 +450,7 @@ def regrade_command(args):
         print(f"\nregraded {name} from {path} in {time.monotonic() - started:.1f}s; class files in {out}")
         if kept:
             print(terminal(kept))
-        return 0
+        return grader_failures([result for result in graded if result.name == name])
     finally:
         if collected is not None:
             collected.cleanup()
@@ -633,6 +658,8 @@ def main(argv=None):
                          help="the nbgrader course id (default: the existing course's, else attention)")
     args = parser.parse_args(argv)
     args.held = contextlib.ExitStack()  # what a command holds until it ends (OUT's lock)
+    if args.command in ("grade", "regrade", "merge"):
+        stopping.install()  # Ctrl-C, SIGTERM, SIGHUP: a clean stop that records nothing unsure
     try:
         commands_by_name = {"grade": grade_command, "merge": merge_command, "generate": generate_command,
                             "publish": publish_command, "report": report_command, "regrade": regrade_command}
@@ -643,6 +670,9 @@ def main(argv=None):
     except OutBusy as error:
         print(f"error: {terminal(error)}", file=sys.stderr)
         return 1
+    except stopping.Stopped as stop:
+        print(stopped_message(stop, args), file=sys.stderr, flush=True)
+        return stop.exit_code
     except OutputError as error:  # a full disk, a read-only OUT: the results written so far are kept
         print(f"error: {terminal(error)}; every result written so far is kept: free space (or make the folder "
               "writable) and run the same command again, it grades only what is missing", file=sys.stderr)

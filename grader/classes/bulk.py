@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from grader import stopping
 from grader.text import terminal
 from grader.judging import results_json as results_io
 from grader.judging.model import zero_result
@@ -172,6 +173,7 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
     def one(item):
         if failed:
             raise failed[0]
+        stopping.check()
         name, path = item
         try:
             result = grade(path, name, tests, options)
@@ -182,6 +184,7 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
         except Exception as error:  # noqa: BLE001 - a grader bug on one file must not cost the class its grades.csv
             result = internal_error_result(name, path, tests, error)  # no fingerprint: the next run grades it again
             result.text = results_io.results_text(result, maxima)
+        stopping.check()  # a run being stopped records nothing more: what was under way is graded next run
         try:
             write_atomic(result_path(out, name), result.text)
         except OutputError as error:
@@ -206,9 +209,12 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
             try:
                 for result in pool.map(one, todo):
                     record(result)
-            except OutputError:
+            except (OutputError, stopping.Stopped):
                 pool.shutdown(wait=True, cancel_futures=True)  # those under way end; none starts
                 raise
+    except stopping.Stopped as stop:
+        stop.graded, stop.total = len(done), len(submissions)
+        raise
     finally:
         progress.finish()
     graded = [done[name] for name, _ in submissions]

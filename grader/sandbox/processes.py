@@ -360,11 +360,3 @@ def remove_tree(path, budget=2_000_000):
 
 def running_as_root():
     return os.geteuid() == 0
-
-
-def leave_process_group():
-    """Start a session of its own (a process that leads its group already keeps its group)."""
-    try:
-        os.setsid()
-    except OSError:
-        pass
