@@ -1,8 +1,8 @@
 """Everything generated from solutions/ (the one source of truth): `make student` and `make publish`.
 
-`markers` reads the solution's `### BEGIN/END SOLUTION` regions and `# %% step:`
-cells (unbalanced or nested markers are errors naming file and line);
-`exercises` writes the stubs, the notebook, the sample class and the student
+`grader.markers` (a lower layer: the fault catalogue reads it too) reads the solution's
+`### BEGIN/END SOLUTION` regions and `# %% step:` cells (unbalanced or nested markers are
+errors naming file and line); `exercises` writes the stubs, the notebook, the sample class and the student
 release folder; `release` the student download; `publish` every part of dist/.
 
 May import: anything but grader.cli.

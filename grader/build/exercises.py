@@ -16,7 +16,7 @@ import json
 import re
 from pathlib import Path
 
-from grader.build.markers import BEGIN, END, STEP_MARKER, clean_solution, regions  # noqa: F401 - re-exported
+from grader.markers import BEGIN, END, STEP_MARKER, clean_solution, regions  # noqa: F401 - re-exported
 from grader.chapter import BY_KEY
 from grader.paths import CHAPTER_TEXT, RELEASE_SOURCES, ROOT
 from grader.paths import SOLUTION as SOLUTION_PATH

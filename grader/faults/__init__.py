@@ -6,5 +6,5 @@ once and frozen), `variants` (correct implementations that must get full marks
 and no cause), `samples` (the sample class), `measure` (`make diagnose-report`).
 See docs/diagnosis.md. Never shipped to students.
 
-May import: grader.build.markers (the clean solution), grader.judging and grader.feedback (to measure).
+May import: grader.markers (the clean solution), grader.judging and grader.feedback (to measure).
 """

@@ -93,7 +93,7 @@ def tally(graded_bugs, bugs, maxima):
 
 def grade_all(mutations, folder, jobs=None):
     """{id: SubmissionResult} for every mutation, `jobs` submissions at a time (default: one per core)."""
-    from grader.build.exercises import clean_solution
+    from grader.markers import clean_solution
     from grader.check.suite import discover
     from grader.judging.judge import Options, grade_submission
 

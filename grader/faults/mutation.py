@@ -1,7 +1,7 @@
 """One find/replace edit of the clean solution: a bug or a correct variant."""
 from dataclasses import dataclass
 
-from grader.build.markers import clean_solution
+from grader.markers import clean_solution
 
 
 @dataclass(frozen=True)

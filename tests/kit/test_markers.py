@@ -2,7 +2,7 @@
 
 import pytest
 
-from grader.build.markers import MarkerError, regions
+from grader.markers import MarkerError, regions
 from grader.build.exercises import stub_source
 from grader.paths import SOLUTION
 

@@ -14,7 +14,7 @@ import ast
 import json
 from pathlib import Path
 
-from grader.build.markers import clean_solution
+from grader.markers import clean_solution
 from grader.chapter import STEPS
 
 FOLDER = Path(__file__).resolve().parent
