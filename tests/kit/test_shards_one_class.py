@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.build.markers import clean_solution
+from grader.markers import clean_solution
 from grader.classes.shards import shard_from_environment
 from grader.faults.bugs import BUGS
 from grader.paths import ROOT
@@ -147,3 +147,14 @@ def test_a_bad_array_is_refused_before_anything_is_graded(tmp_path):
                env=scheduler_free_env(**SPARSE, SLURM_ARRAY_TASK_ID="1", SHARD_COUNT="3"))
     assert done.returncode == 2 and "task IDs 1-9 are not slice numbers of SHARD_COUNT=3" in done.stderr, done.stderr
     assert not (tmp_path / "out" / "results").exists()
+
+
+def test_a_merge_into_an_out_holding_results_of_others_is_refused(runs, tmp_path):
+    """A merge into the OUT of an earlier run would show that run's other students on the report and the
+    integrity page (they read OUT/results): refused, naming them."""
+    out = tmp_path / "out"
+    (out / "results").mkdir(parents=True)
+    shutil.copy(runs["root"] / "whole" / "results" / "a_copy.json", out / "results" / "zed.json")
+    done = cli("merge", *runs["slices"], "--out", out)
+    assert done.returncode == 2 and "not in this class (zed)" in done.stderr, done.stderr
+    assert not (out / "grades.csv").exists()
