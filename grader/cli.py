@@ -165,6 +165,11 @@ def merge_command(args):
         return 1
     out = Path(args.out)
     args.held.enter_context(hold_out(out))
+    others = sorted(path.stem for path in (out / "results").glob("*.json") if path.stem not in found)
+    if others:  # the report, the feedback pages and the integrity page read OUT/results: they would show them
+        raise UsageError(f"{out / 'results'} holds results of submissions that are not in this class "
+                         f"({', '.join(others[:5])}{' ...' if len(others) > 5 else ''}), left by an earlier run: "
+                         "merge into a new OUT, or remove that folder first")
     for name, (path, _) in found.items():
         target = out / "results" / f"{name}.json"
         if path.resolve() != target.resolve():
@@ -172,10 +177,9 @@ def merge_command(args):
     graded = [result for _, result in found.values()]
     maxima = max_points(discover())
     record = class_record.read_record(out)
-    for folder in args.shards:  # the shards' LMS origins (each shard recorded the whole class's)
-        shard_record = class_record.read_record(folder)
-        record.setdefault("source", shard_record.get("source"))
-        record.setdefault("origins", {}).update(shard_record.get("origins") or {})
+    slices = [class_record.read_record(folder) for folder in args.shards]  # one class: its source and LMS origins
+    record["source"] = next((kept["source"] for kept in slices if kept.get("source")), record.get("source"))
+    record["origins"] = {name: origin for kept in slices for name, origin in (kept.get("origins") or {}).items()}
     record = with_roster_and_overrides(record, args)
     check_class_inputs(record, [result.name for result in graded])
     record = write_class_files(out, graded, maxima, record, sources=code)  # the slices' code: the integrity page's
