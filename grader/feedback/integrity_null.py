@@ -57,6 +57,8 @@ def shuffles(codes, count, seed=0):
     """`count` classes of synthetic honest students (Latin squares over the authors that define every slot)."""
     parts = {name: definitions(code) for name, code in codes.items()}
     authors = [name for name in sorted(parts) if all(slot in parts[name] for slot in SLOTS)]
+    size, rng = len(authors), random.Random(seed)
+    rng.shuffle(authors)  # which authors a prime count leaves out: by chance, not by folder
     while authors and any(len(authors) % d == 0 for d in range(2, int(len(authors) ** 0.5) + 1)):
         authors.pop()  # a prime number of authors: every multiplier m gives a Latin square
     size, rng = len(authors), random.Random(seed)
@@ -94,7 +96,8 @@ def rate(fit, threshold):
 
 
 def main(argv):
-    folders = argv or [str(Path(__file__).parents[2] / "tests" / "kit" / "integrity_cohort")]
+    cohort = Path(__file__).parents[2] / "tests" / "kit" / "integrity_cohort"
+    folders = argv or [str(cohort), str(cohort / "more_honest")]
     codes = honest_files(folders)
     classes = [codes] + shuffles(codes, 12)
     scores, total = honest_scores(classes)

@@ -31,8 +31,8 @@ def honest_names():
 class _Disguise(ast.NodeTransformer):
     """Renames every identifier the file chooses and swaps each idiom for an equivalent one."""
 
-    def __init__(self, names, rng, tree):
-        self.names, self.rng = names, rng
+    def __init__(self, names, rng, tree, rename=True, swap=True, reorder=True):
+        self.names, self.rng, self.rename, self.swap, self.reorder = names, rng, rename, swap, reorder
         self.own = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
                     and isinstance(node.value, ast.Name) and node.value.id == "self" and isinstance(node.ctx, ast.Store)}
         self.own |= {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
@@ -41,7 +41,7 @@ class _Disguise(ast.NodeTransformer):
         self.own |= {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
 
     def new(self, name):
-        if name in KEEP or name.startswith("__"):
+        if name in KEEP or name.startswith("__") or not self.rename:
             return name
         if name not in self.names:
             self.names[name] = f"{self.rng.choice('abcdefghkmnpqrstuvwxyz')}{len(self.names)}_{self.rng.randrange(99)}"
@@ -62,7 +62,7 @@ class _Disguise(ast.NodeTransformer):
         if node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
             node.body = node.body[1:] or [ast.Pass()]  # docstrings go
         self.generic_visit(node)
-        node.body = _reordered(node.body, self.rng)
+        node.body = _reordered(node.body, self.rng, self.reorder)
         return node
 
     def visit_ClassDef(self, node):
@@ -70,7 +70,8 @@ class _Disguise(ast.NodeTransformer):
         self.generic_visit(node)
         methods = [item for item in node.body if isinstance(item, ast.FunctionDef)]
         others = [item for item in node.body if not isinstance(item, ast.FunctionDef)]
-        self.rng.shuffle(methods)
+        if self.reorder:
+            self.rng.shuffle(methods)
         node.body = others + methods or [ast.Pass()]
         return node
 
@@ -91,6 +92,8 @@ class _Disguise(ast.NodeTransformer):
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
+        if not self.swap:
+            return node
         if isinstance(node.op, ast.MatMult):  # a @ b -> torch.matmul(a, b)
             return _call("torch.matmul", node.left, node.right)
         if isinstance(node.op, ast.Pow) and _is_number(node.right, -0.5):  # x ** -0.5 -> 1 / math.sqrt(x)
@@ -105,7 +108,7 @@ class _Disguise(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
-        if isinstance(func, ast.Attribute):
+        if isinstance(func, ast.Attribute) and self.swap:
             name = func.attr
             if name == "matmul" and len(node.args) == 2:  # torch.matmul(a, b) -> a @ b
                 return ast.BinOp(node.args[0], ast.MatMult(), node.args[1])
@@ -127,22 +130,10 @@ class _Disguise(ast.NodeTransformer):
         return node
 
 
-class _Rename(_Disguise):
-    """Renames and reorders only."""
-
-    def visit_BinOp(self, node):
-        self.generic_visit(node)
-        return node
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        return node
-
-
-def _reordered(body, rng):
+def _reordered(body, rng, reorder=True):
     """The body with neighbouring independent statements swapped (neither reads what the other writes)."""
     body = list(body)
-    for index in range(len(body) - 1):
+    for index in range(len(body) - 1 if reorder else 0):
         first, second = body[index], body[index + 1]
         if isinstance(first, ast.Return) or isinstance(second, ast.Return) or rng.random() < 0.4:
             continue
@@ -195,19 +186,20 @@ def _is_module(node):
     return isinstance(node, ast.Name) and node.id in ("torch", "F") or ast.unparse(node) in ("nn.functional",)
 
 
-def disguise(code, seed=0, swap=True):
+def disguise(code, seed=0, swap=True, rename=True, reorder=True):
     """`code` as a student who copied it would hand it in: every identifier renamed (the exercise's names
     too), `@` and torch.matmul swapped, `x ** -0.5` as `1 / math.sqrt(x)`, `/ x ** 0.5` as `* x ** -0.5`,
     transpose(1, 2) as permute(0, 2, 1, 3), view and reshape swapped, torch.softmax as a method, masked_fill as
     torch.where, operands of + and * swapped, top-level definitions, methods and neighbouring independent
     statements reordered, docstrings and comments gone. swap=False keeps the idioms (a student who follows a
-    tutorial with names and an order of their own)."""
+    tutorial with names and an order of their own); rename and reorder likewise turn one kind off."""
     rng = random.Random(seed)
     tree = ast.parse(code)
-    tree = (_Disguise if swap else _Rename)({}, rng, tree).visit(tree)
+    tree = _Disguise({}, rng, tree, rename, swap, reorder).visit(tree)
     imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     rest = [node for node in tree.body if not isinstance(node, (ast.Import, ast.ImportFrom))]
-    rng.shuffle(rest)
+    if reorder:
+        rng.shuffle(rest)
     tree.body = imports + [ast.Import([ast.alias("math")]), ast.Import([ast.alias("torch")])] + rest
     ast.fix_missing_locations(tree)
     return ast.unparse(tree)
@@ -317,9 +309,9 @@ def test_a_shared_known_mistake_weighs_little_and_a_rare_wrong_output_counts():
 def test_no_honest_pair_of_the_cohort_or_its_shuffles_is_flagged_and_the_stated_rate_holds():
     from grader.feedback import integrity_null
 
-    codes = integrity_null.honest_files([COHORT])
+    codes = integrity_null.honest_files([COHORT, COHORT / "more_honest"])
     classes = [codes] + integrity_null.shuffles(codes, 3)
-    assert len(classes) == 4 and all(len(members) >= 29 for members in classes)
+    assert len(codes) >= 35 and len(classes) == 4 and all(len(members) >= 31 for members in classes)
     scores, total = integrity_null.honest_scores(classes)
     assert max(scores) < integrity.THRESHOLD
     per_pair = integrity_null.rate(integrity_null.tail(scores, total), integrity.THRESHOLD)
