@@ -949,6 +949,24 @@ class Battery:
 
         return self.run(look)
 
+    def square_batch(self):
+        """When the module raised: a batch of as many sequences as tokens. If that runs and gives attention
+        weights that sum to one while other batch sizes raise, the mask is sized from the batch axis (the one
+        repair the inputs can make: the student's code itself is not changed)."""
+        if not self.crashes or self.name in ("SelfAttention_v1", "SelfAttention_v2"):
+            return self
+
+        def look():
+            module, info = self.shared()
+            dims = self.dims
+            params, _, _ = value_trick_params(info, dims.d_in, dims.d_out, dims.n, dims.heads, seed=self.seed)
+            out = module.forward(one_hot_tokens(dims.n, dims.n, dims.d_in), weights=params)
+            weights = weights_of_output(out, dims.n, dims.heads, dims.d_out)
+            if weights is not None and rows_outcome(weights, causal=True) == "ok":
+                self.add("batch_size", "tokens")
+
+        return self.run(look)
+
     # -- dropout -----------------------------------------------------------------
     def dropout_behaviour(self, p=SHARED_P, batch=64, seed=5):
         dims = self.dims
@@ -1031,7 +1049,7 @@ _SEEN = weakref.WeakKeyDictionary()
 PARTS = {
     "structure": lambda battery, causal: battery.structure(),
     "attention": lambda battery, causal: battery.attention(causal=causal).causality().batch_independence().lengths()
-    if causal else battery.attention(causal=False),
+    .square_batch() if causal else battery.attention(causal=False),
     "construction": lambda battery, causal: battery.construction(),
     "dropout": lambda battery, causal: battery.dropout_behaviour(),
 }

@@ -1427,4 +1427,24 @@ DEVELOPMENT_BUGS = [
         find="    return queries @ keys.transpose(-2, -1)\n",
         replace="    return queries @ keys\n",
     ),
+    Bug(
+        id="dev27_causal_mask_sliced_by_batch",
+        diagnosis="mask_sliced_by_batch",
+        step="causal_attention",
+        cause="the mask is sliced with b = x.shape[0], the batch size",
+        source="book (chapter 3's CausalAttention; issue 27's learner reports; development)",
+        find=CAUSAL_FILL,
+        replace=CAUSAL_FILL.replace("[:num_tokens, :num_tokens]", "[:b, :b]"),
+    ),
+    Bug(
+        id="dev27_causal_linear_weight_matmul",
+        diagnosis="linear_weight_matmul",
+        step="causal_attention",
+        cause="queries = x @ self.W_query.weight (nn.Linear's weight is (d_out, d_in))",
+        source="book (chapter 3's SelfAttention_v2; issue 27's learner reports; development)",
+        find="        queries = self.W_query(x)\n        keys = self.W_key(x)\n        values = self.W_value(x)\n\n"
+             "        attn_scores = queries @ keys.transpose(1, 2)\n",
+        replace="        queries = x @ self.W_query.weight\n        keys = x @ self.W_key.weight\n"
+                "        values = x @ self.W_value.weight\n\n        attn_scores = queries @ keys.transpose(1, 2)\n",
+    ),
 ]

@@ -104,10 +104,13 @@ def test_markdown_output_shows_only_visible_checks(graded_bugs, maxima, suite):
     # A cause the public checks show is named at once; one only the hidden checks show waits, in their output.
     data = results.gradescope_json(graded_bugs["scaling_scale_after_softmax"], maxima)
     assert "Most likely cause:" in data["output"] and "applied after the softmax" in data["output"]
-    data = results.gradescope_json(graded_bugs["masking_fill_zero"], maxima)
-    assert "filled with 0 instead of -inf" not in data["output"]
-    assert any("filled with 0 instead of -inf" in test["output"] for test in data["tests"]
+    data = results.gradescope_json(graded_bugs["wrapper_qkv_bias_not_passed"], maxima)
+    assert "qkv_bias is not passed on to the heads" not in data["output"]
+    assert any("qkv_bias is not passed on to the heads" in test["output"] for test in data["tests"]
                if test["visibility"] != "visible")
+    # The masking step's zero fill is named by the public checks now (issue 27: the fill value is measured).
+    data = results.gradescope_json(graded_bugs["masking_fill_zero"], maxima)
+    assert "filled with 0 instead of -inf" in data["output"]
 
 
 def test_sample_class_report(tmp_path):

@@ -18,6 +18,7 @@ import pytest
 
 from grader.build.exercises import clean_solution, code_sections, exercise_module, notebook, release_files
 from grader.check.causes import CAUSES
+from grader.faults.learners import DEVELOPMENT_BUGS
 
 pytestmark = pytest.mark.kit
 
@@ -35,6 +36,8 @@ WRAPPER_HEADS = (
 DRAWS = ("    W_query = torch.rand(d_in, d_out)\n"
          "    W_key = torch.rand(d_in, d_out)\n"
          "    W_value = torch.rand(d_in, d_out)\n")
+
+LINEAR = next(bug for bug in DEVELOPMENT_BUGS if bug.id == "dev27_causal_linear_weight_matmul")
 
 # (family, step, (find, replace), the cause the check must name or None, texts the output must hold,
 # causes it must never name)
@@ -69,6 +72,11 @@ FAMILIES = [
     ("repair: keys not transposed", "scaling",
      ("    return queries @ keys.transpose(-2, -1)\n", "    return queries @ keys\n"), "keys_not_transposed", (),
      ()),
+    ("repair: the mask sized from the batch axis", "causal_attention",
+     (CAUSAL_LINES, CAUSAL_LINES.replace("[:num_tokens, :num_tokens]", "[:b, :b]")), "mask_sliced_by_batch", (),
+     ()),
+    ("crash read: x @ W.weight", "causal_attention",
+     (LINEAR.find, LINEAR.replace), "linear_weight_matmul", (), ()),
     ("the student trial: one head shared", "mha_wrapper",
      (WRAPPER_HEADS, "            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)] * num_heads\n"),
      "heads_shared", (), ()),

@@ -64,6 +64,8 @@ PROBES = {
         "unsummed": "it is about 1 whatever dim is: the variance of single products q_i k_i, not of their sum",
         "same_draw": "it is about 2 * dim: the variance of q·q (q and k are the same draw)",
         "uniform": "it is what uniform q and k give", "other": "it is not about dim"}),
+    "batch_size": ("batch sizes", {"tokens": "only a batch of as many sequences as tokens runs: the mask is sized "
+                                            "from the batch axis"}),
     "value_path": ("values", {"other": "they do not come from W_value alone"}),
     "causality": ("causality", {"leak": "changing future tokens changes earlier outputs"}),
     "future_scores": ("future scores", {"leak": "changing the scores of future positions changes the weights"}),
@@ -271,6 +273,11 @@ CAUSES = {cause.key: cause for cause in (
     Cause("mask_length", "the mask is built for fewer positions than context_length",
           "register torch.triu(torch.ones(context_length, context_length), diagonal=1) as the mask buffer",
           sig(lengths="long_crash")),
+    Cause("mask_sliced_by_batch", "the mask is sliced with the batch size (x.shape[0]) instead of the number of "
+          "tokens", "slice it with num_tokens = x.shape[1]: self.mask.bool()[:num_tokens, :num_tokens]",
+          sig(batch_size="tokens")),
+    Cause("linear_weight_matmul", "x @ W.weight multiplies by nn.Linear's weight as it is stored, (d_out, d_in)",
+          "call the layer: self.W_query(x) (or x @ self.W_query.weight.T)"),
     Cause("mask_shape", "the mask does not have the (num_tokens, num_tokens) shape of the scores",
           "slice the buffer to self.mask.bool()[:num_tokens, :num_tokens] and let it broadcast over the batch"),
     Cause("mask_not_bool", "masked_fill_ is given a float mask",
@@ -457,6 +464,7 @@ KEYS_TRANSPOSED = re.compile(r"\b(keys|k|key)\s*\.\s*(T\b|mT\b|transpose\s*\(|pe
 # wrongly before this line), and the transpose itself is right: two meanings, so no cause.
 HEADS_TRANSPOSE = re.compile(r"transpose\s*\(\s*(2\s*,\s*3|3\s*,\s*2)\s*\)")
 WEIGHT_TRANSPOSED = re.compile(r"\bW_\w+\s*\.\s*(T\b|t\(\))")
+LINEAR_WEIGHT = re.compile(r"@\s*(self\.)?W_\w+\.weight\b(?!\s*\.\s*(T\b|mT\b|t\(|transpose))")
 WEIGHT_LEFT = re.compile(r"\bW_\w+(\.weight)?\s*@\s*x\b")
 MASK_SLICED = re.compile(r"mask[^@=]*\[\s*:[^\]]*,\s*:")
 MASK_RESHAPED = re.compile(r"mask[^@=]*\.\s*(unsqueeze|view|reshape|expand|T\b|transpose)|mask[^@=]*\[\s*None")
@@ -506,6 +514,8 @@ def crash_cause(error):
         return "head_dim_wrong"
     if WEIGHT_LEFT.search(code) and SHAPE_CLASH.search(message):
         return "weight_left"
+    if LINEAR_WEIGHT.search(code) and SHAPE_CLASH.search(message):
+        return "linear_weight_matmul"  # (d_out, d_in) as stored: x @ weight clashes unless d_in == d_out
     if KEYS_TRANSPOSED.search(code) and SHAPE_CLASH.search(message):
         return "keys_transpose"
     if KEYS_TRANSPOSED.search(code) and "Dimension out of range" in message and not HEADS_TRANSPOSE.search(code):
