@@ -91,9 +91,10 @@ def write_slice(out, index, count, submissions, settings, source, code):
     prints = {name: fingerprint(path, settings) for name, path in submissions}
     cut = {"digest": _digest([files, prints]), "settings": _digest(settings), "files": files, "prints": prints,
            "source": str(source), "cut": time.strftime("%Y-%m-%d %H:%M:%S"), "cut_ns": time.time_ns()}
-    write_atomic(Path(out) / CODE, json.dumps({"class": cut["digest"], "code": code}, ensure_ascii=False) + "\n")
+    # ASCII JSON: code read from a notebook may hold lone surrogates, which UTF-8 cannot write but \u escapes keep
+    write_atomic(Path(out) / CODE, json.dumps({"class": cut["digest"], "code": code}) + "\n")
     write_atomic(Path(out) / MANIFEST, json.dumps({"shard": index, "of": count, "submissions": names,
-                                                   "class": cut}, indent=1, ensure_ascii=False) + "\n")
+                                                   "class": cut}, indent=1) + "\n")
 
 
 def _result_name(name):
