@@ -5,8 +5,9 @@ Otter's exception format (`OK_FORMAT = False`) and GENERATED from the kit's
 graded tests: each case calls one kit test by name (`grader.integrations.incell.check`)
 with the points the kit gives it, public cases visible, hidden ones `hidden=True`.
 No test is written twice: the kit's test modules and `grader/` package travel
-inside the zip and run in Otter's kernel. Layout, as Otter unpacks it into the
-submission folder:
+inside the zip and run in Otter's kernel, where each case grades the submitted file
+as `make grade` does (its definitions loaded by the kit's loader, each step within
+STEP_SECONDS: see incell). Layout, as Otter unpacks it into the submission folder:
 
   tests/<step>.py      Otter's test files (otter generate puts them there)
   tests/public/*.py    the kit's public and hidden tests: Otter replaces the whole tests/

@@ -10,6 +10,8 @@ submissions at a time, nbgrader one course with both notebooks, while the kit gr
 
 import csv
 import json
+import signal
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -17,6 +19,7 @@ import pytest
 from grader.build.exercises import code_sections
 from grader.chapter import STEP_KEYS
 from grader.integrations import nbgrader as course_builder
+from grader.integrations.incell import Grading, call_with_time_limit
 from grader.integrations.otter import NAME
 from grader.integrations.otter_engine import grade_with_otter
 from grader.judging.judge import Options, grade_submission
@@ -127,3 +130,46 @@ def test_each_fault_costs_one_step_only(by_otter, by_nbgrader, maxima):
         for kit in (by_otter[fault][2], by_nbgrader[fault][1]):
             assert kit[step] < maxima[step], fault
             assert all(kit[key] == maxima[key] for key in STEP_KEYS if key != step), (fault, kit)
+
+
+# -- the limit itself, in this process (as in a kernel's main thread) ----------------------------------------------
+def _spin():
+    while True:
+        pass
+
+
+def _sleep():
+    time.sleep(60)
+
+
+def _swallow():
+    while True:
+        try:
+            time.sleep(1)
+        except:  # noqa: E722 - a student's bare except must not keep the check running
+            pass
+
+
+@pytest.mark.parametrize("hang_kind", [_spin, _sleep, _swallow])
+def test_a_check_that_never_returns_is_stopped(hang_kind):
+    handler = signal.getsignal(signal.SIGALRM)
+    started = time.monotonic()
+    value, where = call_with_time_limit(0.3, hang_kind)
+    assert value is None and where is not None
+    assert time.monotonic() - started < 5
+    assert signal.getsignal(signal.SIGALRM) is handler and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert call_with_time_limit(5, lambda: 42) == (42, None)
+
+
+def test_a_stopped_step_fails_its_later_checks_and_the_next_step_loads_afresh(faults, suite, tmp_path):
+    path = tmp_path / "attention.py"
+    path.write_text(faults["hang"])
+    grading = Grading(path, 3)
+    masking = [test for test in suite if test.step == "masking"]
+    verdicts = [grading.run(test) for test in masking]
+    assert not any(passed for passed, _ in verdicts)
+    assert all(message.startswith("time limit: this step ran past its 3 s budget") for _, message in verdicts)
+    assert "in causal_mask, line" in verdicts[0][1] and grading.loaded is None
+    dropout = [test for test in suite if test.step == "dropout"]
+    assert all(grading.run(test)[0] for test in dropout)
+    assert grading.loaded is not None and grading.stopped.keys() == {"masking"}
