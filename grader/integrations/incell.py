@@ -76,7 +76,7 @@ class StepTimeout(KeyboardInterrupt):
 
 
 def step_seconds(default=STEP_SECONDS):
-    """The per-step budget: $KIT_STEP_SECONDS (`make grade ENGINE=otter STEP_SECONDS=...` sets it) or `default`."""
+    """The per-step budget: $KIT_STEP_SECONDS (`make grade ENGINE=otter TIME_LIMIT=...` sets it) or `default`."""
     try:
         value = float(os.environ.get("KIT_STEP_SECONDS") or default)
     except ValueError:
