@@ -4,7 +4,8 @@ The command line installs `install()` before it grades. The first signal sets on
 process and raises `Stopped` in the main thread; grading threads see the flag at their next wait
 (`check`), a worker that died at the same moment is never turned into a verdict (`after_death`), and no
 result is written once the flag is set. A second signal ends the process at once (every result already
-written was written atomically, so nothing half-written is left).
+written was written atomically, so nothing half-written is left), unless it is an echo of the first
+(`ECHO_SECONDS`: make forwards SIGTERM to its child, which the process group got already).
 
 The flag is process-wide by nature (a signal is delivered to a process, not to an object); a forked judge
 inherits the handlers and keeps a flag of its own.
@@ -13,6 +14,7 @@ inherits the handlers and keeps a flag of its own.
 import os
 import signal
 import threading
+import time
 
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 # A worker's death by one of these is the run being stopped (the scheduler or the terminal signalling every
@@ -20,9 +22,12 @@ SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP"
 # before calling it the student's crash.
 DEATH_GRACE_SECONDS = 1.0
 DEATH_SIGNALS = frozenset(int(number) for number in (*SIGNALS, signal.SIGKILL))
+# The same stop often arrives twice at once: the terminal signals the process group, and make forwards its own
+# SIGTERM to its child. A repeat within this window is that echo; a later one is the user insisting.
+ECHO_SECONDS = 1.0
 
 _requested = threading.Event()
-_received = [None]  # the signal's number
+_received = [None, 0.0]  # the signal's number, and when it came (time.monotonic)
 
 
 class Stopped(BaseException):
@@ -67,9 +72,11 @@ def after_death(signal_number):
 
 
 def _on_signal(number, frame):
-    if _requested.is_set():  # a second signal: the user insists
-        os._exit(128 + number)
-    _received[0] = number
+    if _requested.is_set():
+        if time.monotonic() - _received[1] < ECHO_SECONDS:
+            return  # the same stop, delivered twice: the clean stop under way goes on
+        os._exit(128 + number)  # a second signal: the user insists
+    _received[0], _received[1] = number, time.monotonic()
     _requested.set()
     raise Stopped(number)
 
@@ -83,4 +90,4 @@ def install():
 def reset():
     """Forget a stop (tests that stop a run in-process, then grade again)."""
     _requested.clear()
-    _received[0] = None
+    _received[0], _received[1] = None, 0.0

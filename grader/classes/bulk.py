@@ -212,8 +212,9 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
             except (OutputError, stopping.Stopped):
                 pool.shutdown(wait=True, cancel_futures=True)  # those under way end; none starts
                 raise
-    except stopping.Stopped as stop:
-        stop.graded, stop.total = len(done), len(submissions)
+    except stopping.Stopped as stop:  # what is on disk now, however far the progress lines had got
+        stop.graded = sum(reusable(out, name, prints[name]) is not None for name, _ in submissions)
+        stop.total = len(submissions)
         raise
     finally:
         progress.finish()

@@ -127,3 +127,24 @@ def test_a_worker_lost_before_the_file_reached_it_is_no_verdict(tmp_path, suite,
     assert len(lost) == 2
     assert all(test.score == test.max_score for test in result.tests), [
         (test.name, test.output) for test in result.tests if test.score < test.max_score]
+
+
+ECHOED = """
+import os, signal, sys
+from grader import stopping
+stopping.install()
+try:
+    os.kill(os.getpid(), signal.SIGTERM)
+    signal.pause()
+except stopping.Stopped as stop:
+    os.kill(os.getpid(), signal.SIGTERM)  # make forwards its SIGTERM to its child: the same stop, at once
+    print("stopped cleanly by", stop, "exit", stop.exit_code)
+"""
+
+
+def test_a_signal_delivered_twice_at_once_is_one_stop():
+    """Before: `make grade` stopped by SIGTERM printed no resume line (make forwards SIGTERM to its child, which
+    the process group had signalled already: the second copy ended the grader at once)."""
+    done = subprocess.run([sys.executable, "-c", ECHOED], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert done.stdout.strip() == "stopped cleanly by SIGTERM exit 143"
