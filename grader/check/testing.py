@@ -201,6 +201,8 @@ def expect_tensor(value, what, shape=None, device=None):
         raise AssertionError(f"{what} should be a torch.Tensor, but your code returned {type(value).__name__}")
     if shape is not None and tuple(value.shape) != tuple(shape):
         raise AssertionError(f"{what} has shape {tuple(value.shape)}, expected {tuple(shape)}")
+    if value.numel() == 0:  # it would broadcast to an empty comparison, which every check passes
+        raise AssertionError(f"{what} is empty (shape {tuple(value.shape)}); return the computed tensor")
     if value.numel() > MAX_ANSWER_ELEMENTS:
         raise AssertionError(f"{what} has shape {tuple(value.shape)}: {value.numel()} entries, far more than the "
                              "inputs call for; check which axes your code multiplies, repeats or broadcasts")

@@ -1070,3 +1070,18 @@ def test_no_leftover_however_deep_stops_the_sweep(tmp_path):
         assert outside.read_text() == "must stay"
     finally:
         processes.remove_tree(str(top))
+
+def test_empty_and_oversized_answers_fail_every_shared_check():
+    """An empty answer broadcasts to an empty comparison, on which every property holds (rows sum to one, the
+    future is hidden, allclose): the shared helpers refuse it, as they refuse one too large to be an answer,
+    before any arithmetic."""
+    from grader.check.testing import expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor
+
+    expected = torch.softmax(torch.randn(2, 5, 5, generator=torch.Generator().manual_seed(3)), dim=-1)
+    for forged in (torch.zeros(0, 1, 1, 1, 1), torch.zeros(2, 0, 5), torch.zeros(4_000_000, 1, 1)):
+        for check in (lambda: expect_tensor(forged, "the weights"),
+                      lambda: expect_rows_sum_to_one(forged, "the weights"),
+                      lambda: expect_future_hidden(forged, "the weights"),
+                      lambda: expect_close(forged, expected, "the weights")):
+            with pytest.raises(AssertionError):
+                check()
