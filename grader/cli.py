@@ -160,8 +160,8 @@ def merge_command(args):
         print(f"error: {terminal(problem)}", file=sys.stderr)
     if problems:  # nothing is written: a class of mixed versions or with a slice missing would be wrong
         if reruns:
-            print("grade these slices again, then merge again:\n" + "\n".join(f"    {terminal(line)}" for line in reruns),
-                  file=sys.stderr)
+            lines = "\n".join(f"    {terminal(line)}" for line in reruns)
+            print(f"grade these slices again, then merge again:\n{lines}", file=sys.stderr)
         return 1
     out = Path(args.out)
     args.held.enter_context(hold_out(out))
@@ -191,7 +191,8 @@ def merge_command(args):
 def write_class_files(out, graded, maxima, record, sources=None):
     """Everything written once per class, after all its submissions are graded: grades.csv, the LMS files
     and class.json (final scores: overrides applied), the feedback pages, the integrity page (code evidence
-    only when `sources`, the class's (name, path) list or its slices' {name: code}, is given), the report. Returns the record."""
+    only when `sources`, the class's (name, path) list or its slices' {name: code}, is given), the report.
+    Returns the record."""
     out = Path(out)
     notes, roster, refused = [], None, None
     record.pop("students", None)

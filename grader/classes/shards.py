@@ -118,7 +118,8 @@ def read_manifest(folder):
         raise ValueError(f"{manifest} is not a shard manifest of this grader (it needs \"shard\": i, \"of\": N and "
                          "the submissions' names): grade that slice again")
     cut = info.get("class")
-    if not (isinstance(cut, dict) and all(isinstance(cut.get(key), str) for key in ("digest", "settings", "source", "cut"))
+    if not (isinstance(cut, dict) and all(isinstance(cut.get(key), str)
+                                          for key in ("digest", "settings", "source", "cut"))
             and type(cut.get("cut_ns")) is int
             and all(isinstance(cut.get(key), dict) and all(_result_name(name) and isinstance(value, str)
                                                            for name, value in cut[key].items())
@@ -172,11 +173,11 @@ def read_shards(folders):
             problems.append(f"{folder / CODE} is missing or not of this slice (was it interrupted?)")
             stale[index] = folder
             continue
+        absent, other = [], []
         for name in info["submissions"]:
             path = results_io_path(folder, name)
             if not path.is_file():
-                problems.append(f"{name}: no results in {folder} (was that slice interrupted?)")
-                stale[index] = folder
+                absent.append(name)
                 continue
             try:
                 result = results_io.read_results_json(path)
@@ -184,13 +185,19 @@ def read_shards(folders):
                 raise ValueError(f"{path} is not a results file of this grader ({type(error).__name__}: "
                                  f"{str(error)[:120]}): remove it and grade slice {index}/{count} again") from None
             if result.fingerprint != cut["prints"][name]:
-                problems.append(f"{name}: the results in {folder} are not of this version of its file or settings "
-                                "(an interrupted slice, or a grader failure to grade again)")
-                stale[index] = folder
+                other.append(name)
                 continue
             results[name] = (path, result)
             if name in kept:
                 code[name] = kept[name]
+        if absent:
+            problems.append(f"slice {index}/{count} ({folder}) has no results for {_some(absent)} "
+                            "(was it interrupted?)")
+        if other:
+            problems.append(f"slice {index}/{count} ({folder}): the results of {_some(other)} are not of this version "
+                            "of their file or settings (an interrupted slice, or a grader failure to grade again)")
+        if absent or other:
+            stale[index] = folder
     missing = [index for index in range(1, count + 1) if index not in ours and index not in stale]
     if missing:
         problems.append("missing slice(s) " + ", ".join(f"{index}/{count}" for index in missing))
@@ -213,17 +220,22 @@ def _read_code(folder, digest):
     return kept["code"]
 
 
+def _some(names, shown=5):
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def _difference(info, newest):
     """What tells a slice's class from the newest slice's, in words."""
     if info["of"] != newest["of"]:
         return f"it is one of {info['of']} slices, the newest of {newest['of']}"
     old, new = info["class"]["files"], newest["class"]["files"]
-    said = [f"submissions {what}: {', '.join(names[:5])}{f' and {len(names) - 5} more' if len(names) > 5 else ''}"
-            for what, names in (("changed", [name for name in sorted(set(old) & set(new)) if old[name] != new[name]]),
-                                ("only in the newest", sorted(set(new) - set(old))),
-                                ("gone from the newest", sorted(set(old) - set(new)))) if names]
+    changes = (("changed", [name for name in sorted(set(old) & set(new)) if old[name] != new[name]]),
+               ("only in the newest", sorted(set(new) - set(old))),
+               ("gone from the newest", sorted(set(old) - set(new))))
+    said = [f"submissions {what}: {_some(names)}" for what, names in changes if names]
     if info["class"]["settings"] != newest["class"]["settings"]:
-        said.append("graded with other settings (another version of the kit or its tests, ENGINE, limits or PUBLIC_ONLY)")
+        said.append("graded with other settings (another version of the kit or its tests, ENGINE, limits "
+                    "or PUBLIC_ONLY)")
     return "; ".join(said) or "another version of the class"
 
 
@@ -231,8 +243,8 @@ def _reruns(indexes, count, source, ours, stale):
     """The commands that grade exactly the slices `indexes` again, into their folders."""
     if not indexes:
         return []
-    lines = [f"make grade SUBMISSION={_quoted(source)} SHARD={index}/{count} OUT={_quoted(_folder_for(index, ours, stale))}"
-             for index in indexes]
+    lines = [f"make grade SUBMISSION={_quoted(source)} SHARD={index}/{count} "
+             f"OUT={_quoted(_folder_for(index, ours, stale))}" for index in indexes]
     lines.append(f"(on Slurm: SHARD_COUNT={count} sbatch --export=ALL,CLASS={_quoted(source)} --array="
                  f"{','.join(map(str, indexes))} cluster/grade.sbatch; with ENGINE, limits and PUBLIC_ONLY as for the "
                  "other slices; then merge again)")

@@ -110,7 +110,8 @@ def test_a_merge_refuses_a_result_that_is_not_of_the_class_s_file(runs, tmp_path
     older = slices[1] / "results" / "d_other.json"
     older.write_text(older.read_text().replace('"fingerprint": "', '"fingerprint": "0', 1))
     done = cli("merge", *slices, "--out", tmp_path / "merged")
-    assert done.returncode == 1 and "d_other: the results in" in done.stderr, done.stderr
+    assert done.returncode == 1 and f"slice 2/2 ({slices[1]}): the results of d_other are not" in done.stderr, \
+        done.stderr
     assert f"make grade SUBMISSION={runs['folder']} SHARD=2/2 OUT={slices[1]}" in done.stderr
     assert not (tmp_path / "merged" / "grades.csv").exists()
 

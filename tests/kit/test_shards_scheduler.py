@@ -35,10 +35,12 @@ def test_slurm_tasks_are_the_slices_of_an_explicit_count():
     assert [shard_from_environment({**slurm, "SLURM_ARRAY_TASK_ID": str(task)})[0] for task in (1, 2, 3, 4)] == \
         [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert shard_from_environment({"SLURM_ARRAY_TASK_ID": "3", "SHARD_COUNT": "4"})[0] == (3, 4)
-    rerun = {"SLURM_ARRAY_TASK_MIN": "2", "SLURM_ARRAY_TASK_MAX": "5", "SLURM_ARRAY_TASK_COUNT": "2", "SHARD_COUNT": "5"}
-    assert [shard_from_environment({**rerun, "SLURM_ARRAY_TASK_ID": task})[0] for task in ("2", "5")] == [(2, 5), (5, 5)]
+    rerun = {"SLURM_ARRAY_TASK_MIN": "2", "SLURM_ARRAY_TASK_MAX": "5", "SLURM_ARRAY_TASK_COUNT": "2",
+             "SHARD_COUNT": "5"}  # --array=2,5
+    assert [shard_from_environment({**rerun, "SLURM_ARRAY_TASK_ID": task})[0] for task in ("2", "5")] == \
+        [(2, 5), (5, 5)]
     for wrong in ({"SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "3", "SHARD_COUNT": "4"},  # --array=0-3
-                  {"SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "8", "SHARD_COUNT": "4"},  # more tasks than slices
+                  {"SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "8", "SHARD_COUNT": "4"},  # more than N
                   {"SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "4"},  # no count: a rerun would be 1/1
                   {"SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "4", "SHARD_COUNT": "four"}):
         with pytest.raises(ValueError):
@@ -144,7 +146,8 @@ def test_a_kubernetes_indexed_job_grades_slices_that_merge_to_one_run(cluster):
         done = subprocess.run(in_pod(container["command"]), cwd=project, capture_output=True, text=True, timeout=600,
                               env={**env, **variables, "JOB_COMPLETION_INDEX": str(index)})
         assert done.returncode == 0, done.stderr[-3000:]
-        assert f"grading slice {index + 1}/{completions} of the class (Kubernetes completion index {index}" in done.stderr
+        assert f"grading slice {index + 1}/{completions} of the class (Kubernetes completion index {index}" \
+            in done.stderr
         assert (volume / f"out-{index + 1}" / "shard.json").is_file()
     done = subprocess.run(in_pod(merge["command"]), cwd=project, capture_output=True, text=True, timeout=600,
                           env={**env, **variables})
