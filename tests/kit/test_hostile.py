@@ -1041,6 +1041,7 @@ def test_nothing_of_the_host_reaches_the_students_feedback(grade, clean):
     assert not leaked, (leaked, shown[:2000])
     assert "<python>" in shown  # what was there, said without the host's own names
 
+
 @pytest.mark.skipif(not RUNNING_AS_ROOT, reason="the sweep of the workers' uids runs as root")
 def test_no_leftover_however_deep_stops_the_sweep(tmp_path):
     """What a worker without namespaces left (here: 5000 nested folders, each with a link out, beside a wide
@@ -1070,6 +1071,7 @@ def test_no_leftover_however_deep_stops_the_sweep(tmp_path):
         assert outside.read_text() == "must stay"
     finally:
         processes.remove_tree(str(top))
+
 
 def test_empty_and_oversized_answers_fail_every_shared_check():
     """An empty answer broadcasts to an empty comparison, on which every property holds (rows sum to one, the

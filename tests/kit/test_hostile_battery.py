@@ -2,20 +2,21 @@
 
 Every attack is appended to a base (the stub, the clean solution or a buggy one) and graded with
 honest classmates through `python -m grader grade` on a class folder, from a world-readable copy
-of the kit, in two modes: as root (workers under private uids, as on Gradescope) and as an
-ordinary user (`kittest`, or the user running the tests). A few also run through the Gradescope
-zip. For every run: it ends with grades.csv, honest classmates keep full marks, no attack scores
+of the kit, in four modes: as root (workers under private uids, as on Gradescope), as an
+ordinary user (`kittest`, or the user running the tests), and both again in the basic mode (a kit
+copy whose worker tries no namespaces, as in a container that allows none). A few also run through
+the Gradescope zip. As root nothing skips: `make test` creates the account and a Python it can run
+(`make test-account`), and a machine without them fails `test_every_mode_of_the_battery_can_run`. For every run: it ends with grades.csv, honest classmates keep full marks, no attack scores
 above its base graded honestly, nothing it started is still running and nothing it wrote is left.
 Each attack also leaves evidence that it ran (its own error messages, or what it tried to reach),
 so that a contained attack is told apart from one that never ran.
 
 Where a protection is missing, the check is marked `xfail(strict=True)` naming that protection
 (WAITS), so that the mark fails, and must go, the day the protection holds. With the OS sandbox
-(grader/sandbox/seal.py) nothing is marked as root or as an ordinary user; HOSTILE_BASIC=1 adds the
-fallback without namespaces, where the marks record what it leaves open. HOSTILE_KEEP=1 keeps the
+(grader/sandbox/seal.py) nothing is marked as root or as an ordinary user; in the basic fallback the
+marks record what it leaves open (HOSTILE_BASIC=0 leaves the basic modes out of a run by hand). HOSTILE_KEEP=1 keeps the
 class folders, OUTs and run reports; HOSTILE_REUSE=<kept workspace> re-reads them without grading.
-Runtime, 2 cores: about 1 minute as an ordinary user, about 2.5 minutes as root (both modes and the
-Gradescope zip).
+Runtime, 2 cores: about 1.3 minutes per mode, about 2.5 minutes for root and the Gradescope zip.
 """
 
 import contextlib
@@ -46,7 +47,7 @@ from grader.paths import ROOT
 from tests.kit.test_hostile import buggy_solution
 
 HOSTILE = Path(__file__).parent / "hostile"
-USER = "kittest"  # an ordinary account the root runs switch to (tests/kit/README: created by the CI image)
+USER = "kittest"  # an ordinary account the root runs switch to (`make test-account` creates it)
 SANDBOX_UIDS = range(61000, 61000 + 512)  # grader.sandbox.processes.UidPool
 HONEST = ("honest_alice", "honest_zoe")
 ROSTER_NAME = "Quentin Rosterperson"
@@ -104,33 +105,29 @@ def submission(attack, bases, fill):
 _MOUNT = "a mount namespace (a read-only view without the class folder, the kit's checkout or OUT)"
 _PID = "a PID namespace (other processes, their /proc entries and signals out of reach)"
 _NET = "a network namespace (no host network, abstract sockets private)"
+# The basic mode's filter (no file, folder or link made or changed, no SysV IPC, no signal to another process,
+# no socket) and the checkout made private to root closed what the lines removed from here recorded: files and
+# links carried to a later run, OUT squatted, the judge killed, .git and dist/ read as root.
 WAITS = {
+    ("k_ptys_openpty", "root-basic", "allowance"): "a devpts of its own (a mount namespace): /dev/ptmx is the machine's",
+    ("k_ptys_openpty", "user-basic", "allowance"): "a devpts of its own (a mount namespace): /dev/ptmx is the machine's",
     ("c1_classmates", "root-basic", "score"): f"{_MOUNT}: a private uid still reads classmates' files",
     ("c1_classmates", "user-basic", "score"): f"{_MOUNT}: the grading user's worker reads classmates' files",
-    ("c8_checkout", "root-basic", "score"): f"{_MOUNT}: .git and dist/ of the kit hold the solution",
     ("c8_checkout", "user-basic", "score"): f"{_MOUNT}: the kit's checkout holds the solution",
     ("c9_socket_client", "root-basic", "score"): f"{_NET}: a classmate hands a solution over",
     ("c9_socket_client", "user-basic", "score"): f"{_NET}: a classmate hands a solution over",
     ("c1_names", "root-basic", "evidence"): f"{_MOUNT} and {_PID}: the class folder and command lines are readable",
     ("c1_names", "user-basic", "evidence"): f"{_MOUNT} and {_PID}: the class folder and command lines are readable",
-    ("c3_network", "root-basic", "evidence"): _NET,
-    ("c3_network", "user-basic", "evidence"): _NET,
     ("c8_environment", "user-basic", "evidence"): f"{_PID}: the judge's /proc/<pid>/environ has the grading user's uid",
     ("x_judge_memory", "user-basic", "evidence"): f"{_PID}: the judge's /proc/<pid>/mem has the grading user's uid",
-    ("x_signal_judge", "user-basic", "score"): f"{_PID}: a worker of the grading user kills the judge",
-    ("disruptive", "user-basic", "grades"): f"{_PID}: x_signal_judge kills the judge: no grades.csv",
-    ("disruptive", "user-basic", "honest"): f"{_PID}: x_signal_judge kills the judge before classmates are graded",
     ("disruptive", "user-basic", "left"): f"{_PID}: the judge killed by x_signal_judge leaves its temporary folder",
-    ("c2_out_squatter", "user-basic", "evidence"): f"{_MOUNT}: a worker of the grading user plants folders in OUT",
-    ("main", "user-basic", "left"): f"{_MOUNT}: links and folders made in /tmp, /dev/shm, /run/lock stay",
-    ("c2_symlinks_reader", "user-basic", "score"): f"{_MOUNT}: links left in /tmp carry a solution to a later run",
-    ("c9_sysv_reader", "user-basic", "score"): "an IPC namespace: SysV shared memory carries a solution to a later run",
-    ("c3_visible", "user-basic", "evidence"): f"{_MOUNT}: what a run logged of the hidden checks reaches a later run",
 }
 
 
 # Whether the basic fallback lets these through depends on timing (a classmate still serving when asked).
-BY_CHANCE = {("c9_socket_client", "root-basic", "score"), ("c9_socket_client", "user-basic", "score")}
+BY_CHANCE = {("c9_socket_client", "root-basic", "score"), ("c9_socket_client", "user-basic", "score"),
+             # and on the machine's /dev/ptmx (its permissions, pty.max, what else holds terminals)
+             ("k_ptys_openpty", "root-basic", "allowance"), ("k_ptys_openpty", "user-basic", "allowance")}
 
 
 def apply_waits(request, name, mode_name, what):
@@ -285,6 +282,7 @@ class Mode:
     kit: Path
     shared: Path
     port: int
+    python: str = sys.executable  # the interpreter the grader runs with
 
     @property
     def same_user(self):
@@ -469,47 +467,66 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def user_can_grade(user):
-    """Whether `user` can run this interpreter with torch (the kit's .venv may live under /root)."""
-    done = subprocess.run(["runuser", "-u", user, "--", sys.executable, "-c", "import torch"],
+# A Python every account can run (`make test-account` builds it as root: the system's python3.X with hard
+# links of .venv's packages), for the runs as `kittest` and in the basic mode (whose private uids must reach
+# Python too: the kit's .venv may live under /root, and opening /root to them is no test's business).
+TEST_PYTHON = Path("/opt/attention-kit-tests/venv/bin/python")
+SETUP_HINT = "run `make test-account` as root (make test does): it creates the account and its Python"
+
+
+def user_can_grade(user, python):
+    """Whether `user` can run `python` with torch."""
+    done = subprocess.run(["runuser", "-u", user, "--", str(python), "-c", "import torch"],
                           capture_output=True, timeout=120)
     return done.returncode == 0
 
 
-# HOSTILE_BASIC=1 also grades in the fallback where namespaces cannot be had (a container without
-# user namespaces): the kit copy's worker is told to try none, so the run shows what the basic mode
-# (rlimits, a private uid as root, seccomp, closed descriptors, a cleared environment) leaves open.
+# The fallback where namespaces cannot be had (a container without user namespaces, Docker's default
+# seccomp profile): the kit copy's worker is told to try none, so the run shows what the basic mode
+# (rlimits, a private uid as root, seccomp, closed descriptors, a cleared environment, permissions) leaves
+# open. Graded in every `make test` (HOSTILE_BASIC=0 leaves it out of a run by hand).
 NAMESPACE_MODES = 'for candidate in ("root", "userns") if root else ("userns",):'
 
 
 def modes_available():
-    found = []
-    if os.environ.get("HOSTILE_BASIC"):
-        found += [pytest.param(name, id=name, marks=[] if RUNNING_AS_ROOT or name == "user-basic" else
-                               pytest.mark.skip(reason="needs root")) for name in ("root-basic", "user-basic")]
+    """As root (CI): root, user (as kittest), root-basic and user-basic, none skipped: what is missing
+    fails its tests (SETUP_HINT). As an ordinary user: user and user-basic; root cannot be had."""
+    basic = os.environ.get("HOSTILE_BASIC", "1") != "0"
     if RUNNING_AS_ROOT:
-        found.append(pytest.param("root", id="root"))
-        try:
-            pwd.getpwnam(USER)
-            usable = shutil.which("runuser") is not None
-        except KeyError:
-            usable = False
-        found.append(pytest.param("user", id="user", marks=[] if usable else pytest.mark.skip(
-            reason=f"no account {USER!r} (or no runuser) to grade as an ordinary user")))
-    else:
-        found.append(pytest.param("root", id="root", marks=pytest.mark.skip(
-            reason="grading as root needs the tests to run as root")))
-        found.append(pytest.param("user", id="user"))
-    return found
+        names = ("root", "user") + (("root-basic", "user-basic") if basic else ())
+        return [pytest.param(name, id=name) for name in names]
+    as_root = pytest.mark.skip(reason="grading as root needs the tests to run as root")
+    return [pytest.param("root", id="root", marks=as_root), pytest.param("root-basic", id="root-basic", marks=as_root),
+            pytest.param("user", id="user")] + ([pytest.param("user-basic", id="user-basic")] if basic else [])
+
+
+def test_every_mode_of_the_battery_can_run():
+    """As root the battery grades as `kittest` too: a machine that lacks it fails here, not in silence."""
+    if not RUNNING_AS_ROOT:
+        pytest.skip("as an ordinary user the battery grades as that user")
+    assert shutil.which("runuser"), "no runuser (util-linux) to grade as an ordinary user"
+    try:
+        pwd.getpwnam(USER)
+    except KeyError:
+        pytest.fail(f"no account {USER!r}: {SETUP_HINT}")
+    assert TEST_PYTHON.is_file() and user_can_grade(USER, TEST_PYTHON), f"{USER} cannot run {TEST_PYTHON}: {SETUP_HINT}"
 
 
 @pytest.fixture(scope="module", params=modes_available())
 def mode(request, clean, tmp_path_factory):
     name = request.param
+    python = sys.executable
+    if RUNNING_AS_ROOT and name != "root":
+        python = str(TEST_PYTHON)
+        if not TEST_PYTHON.is_file():
+            pytest.fail(f"no {TEST_PYTHON}: {SETUP_HINT}")
     if name.startswith("user") and RUNNING_AS_ROOT:
-        if not user_can_grade(USER):
-            pytest.skip(f"{USER} cannot run {sys.executable} with torch (a private Python installation?)")
-        account = pwd.getpwnam(USER)
+        try:
+            account = pwd.getpwnam(USER)
+        except KeyError:
+            pytest.fail(f"no account {USER!r}: {SETUP_HINT}")
+        if not user_can_grade(USER, python):
+            pytest.fail(f"{USER} cannot run {python} with torch: {SETUP_HINT}")
         user, uid = USER, account.pw_uid
     else:
         user, uid = pwd.getpwuid(os.geteuid()).pw_name, os.geteuid()
@@ -521,13 +538,12 @@ def mode(request, clean, tmp_path_factory):
     make_kit_copy(kit, clean)
     if name.endswith("-basic"):
         worker = kit / "grader" / "sandbox" / "worker.py"
-        if NAMESPACE_MODES not in worker.read_text():
-            pytest.skip("the worker no longer probes namespace modes the way this test expects")
+        assert NAMESPACE_MODES in worker.read_text(), "the worker no longer probes namespace modes as this test expects"
         worker.write_text(worker.read_text().replace(NAMESPACE_MODES, "for candidate in ():"))
     shared = workspace / "shared"
     shared.mkdir()
     shared.chmod(0o777)
-    found = Mode(name, user, uid, token, workspace, kit, shared, free_port())
+    found = Mode(name, user, uid, token, workspace, kit, shared, free_port(), python)
     yield found
     files, ipc, _ = snapshot(found)
     remove_leftovers(found, [path for path in files if "hostile" in path], [])
@@ -556,7 +572,7 @@ def grade_class(mode, run_name, members, bases, time_limit=TIME_LIMIT, jobs=4, l
     out = mode.workspace / f"out-{run_name}"
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(mode.workspace),
            "KIT_TEST_LMS_TOKEN": f"lms-token-{mode.token}"}  # an instructor's secret, planted
-    grader = [sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "--jobs", str(jobs),
+    grader = [mode.python, "-m", "grader", "grade", str(folder), "--out", str(out), "--jobs", str(jobs),
               "--time-limit", str(time_limit), "--memory-limit", MEMORY_LIMIT, "--roster", str(roster)]
     if mode.user != pwd.getpwuid(os.geteuid()).pw_name:
         command = [shutil.which("runuser"), "-u", mode.user, "--", "env", *(f"{key}={value}" for key, value in env.items()),
@@ -802,6 +818,27 @@ def test_no_kernel_attack_surface_is_open(runs, mode, request):
     probes = set(re.findall(r"(NNP=\d|USERNS=\w+|MOUNT=\w+|PTRACE=\w+)", text))
     assert probes, "c9_namespaces never reported"
     assert probes <= {"NNP=1", "USERNS=refused", "MOUNT=refused", "PTRACE=refused"}, sorted(probes)
+
+
+# The most of each kernel allowance one submission may take (what a k_* attack reports as "ALLOWANCE kind N"):
+# none of what the filter refuses; memory held through descriptors within the cap and its headroom; whole-file
+# locks and event descriptors only as many as descriptors allow (docs/sandbox.md: "Kernel allowances").
+ALLOWANCE_BOUNDS = {"aio": 0, "inotify": 0, "epoll": 0, "mqueue": 0, "locks": 0, "kernel": 0, "ptys": 0,
+                    "signals": 64 + 64, "sysvmsg": 16 * 16384, "memory": 256 + 64, "flocks": 8 * 128,
+                    "eventfd": 2 * 128}
+ALLOWANCE_ATTACKS = sorted(name for name, attack in ATTACKS.items() if attack.weakness == "k"
+                           and name.startswith(("k_", "r_")))  # r_: the held-out red team of issue 26
+
+
+@pytest.mark.parametrize("attack_name", ALLOWANCE_ATTACKS)
+def test_no_kernel_allowance_of_the_user_or_the_machine_is_taken(attack_name, runs, mode, request):
+    apply_waits(request, attack_name, mode.name, "allowance")
+    run = runs[ATTACKS[attack_name].run]
+    text = run.text(attack_name)
+    taken = re.findall(r"ALLOWANCE (\w+) (\d+)", text)
+    assert taken or "limit" in text, f"{attack_name} never reported: {text[:1500]}"  # (or a limit stopped it)
+    over = [(kind, int(count), ALLOWANCE_BOUNDS[kind]) for kind, count in taken if int(count) > ALLOWANCE_BOUNDS[kind]]
+    assert not over, f"{attack_name} took (kind, count, bound): {over}"
 
 
 def test_out_is_the_graders_and_keeps_its_files(runs, mode, request):
