@@ -343,6 +343,10 @@ def canvas_csv(roster, chosen, points_possible, scores=None):
 
 
 MOODLE_IDENTIFIERS = (("email", "Email address"), ("username", "Username"), ("idnumber", "ID number"))
+# What each gradebook import matches a row to its student by (a Canvas roster's SIS login stands in for Moodle's
+# username): a roster with none of them gives no file for that LMS.
+CANVAS_IDENTIFIERS = ("canvas_id", "sis_user_id", "sis_login_id")
+MOODLE_KEYS = ("email", "username", "idnumber", "sis_login_id")
 
 
 def moodle_csv(roster, chosen, scores=None):
@@ -388,8 +392,14 @@ def write_lms_files(out, results, maxima, roster_path=None, origins=None, scores
     check_match(roster, [result.name for result in results], origins)  # before any file is written
     chosen, notes = match(roster, results, origins)
     points = sum(maxima.values())
-    write_atomic(Path(out) / "canvas_grades.csv", canvas_csv(roster, chosen, points, scores))
-    write_atomic(Path(out) / "moodle_grades.csv", moodle_csv(roster, chosen, scores))
+    for name, ids, text in (("canvas_grades.csv", CANVAS_IDENTIFIERS, lambda: canvas_csv(roster, chosen, points, scores)),
+                            ("moodle_grades.csv", MOODLE_KEYS, lambda: moodle_csv(roster, chosen, scores))):
+        if any(getattr(student, key) for student in roster.students for key in ids):
+            write_atomic(Path(out) / name, text())
+        else:  # rows the LMS cannot match to anyone: no file, rather than one that imports nothing
+            (Path(out) / name).unlink(missing_ok=True)
+            notes.append(f"{name} not written: {roster.label} gives no identifier that import matches students by "
+                         f"({', '.join(TITLES.get(key, key) for key in ids)})")
     if roster.worksheet:
         text, note = moodle_worksheet(roster, chosen, points, scores)
         write_atomic(Path(out) / "moodle_worksheet.csv", text)

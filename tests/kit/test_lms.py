@@ -219,3 +219,16 @@ def test_bad_roster_stops_before_grading(tmp_path):
                           timeout=120)
     assert done.returncode == 2 and "no column names a student" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_roster_without_an_lms_identifier_gives_no_file_for_that_lms(tmp_path, maxima, suite):
+    """Before: a roster of names and Moodle usernames also wrote canvas_grades.csv with its ID, SIS User ID and
+    SIS Login ID columns all empty, a file Canvas cannot match to anyone. Now that file is not written (and an
+    earlier one is removed), and a note says why."""
+    roster = write_csv(tmp_path / "roster.csv", [["Name", "Username"], ["Jane Doe", "jdoe"], ["Zoe Nunez", "znunez"]])
+    (tmp_path / "canvas_grades.csv").write_text("stale\n")
+    notes = lms.write_lms_files(tmp_path, [result("jdoe", 70, suite), result("znunez", 55, suite)], maxima, roster)
+    assert not (tmp_path / "canvas_grades.csv").exists()
+    assert any(note.startswith("canvas_grades.csv not written") for note in notes)
+    _, rows = read_csv(tmp_path / "moodle_grades.csv")
+    assert [row[-1] for row in rows[1:]] == ["70", "55"]

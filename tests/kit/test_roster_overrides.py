@@ -290,7 +290,7 @@ def test_when_the_lms_files_cannot_be_written_grades_csv_and_results_stay(graded
         cli.write_class_files(out, done, maxima, record)
     message = str(refused.value)
     assert "matches 0 of the class's 3" in message and "grades.csv, results/ and the report" in message
-    assert "canvas_grades.csv" in message and not (out / "canvas_grades.csv").exists()
+    assert "moodle_grades.csv" in message and not (out / "moodle_grades.csv").exists()
     assert (out / "grades.csv").is_file() and (out / "report.html").is_file()
     assert {path.name: path.read_bytes() for path in (out / "results").iterdir()} == results
 
@@ -327,7 +327,7 @@ def test_a_regrade_from_a_fixed_file_over_an_override_is_an_explicit_choice(grad
     assert done.returncode == 0, done.stderr[-3000:]
     grades = {row["submission"]: row for row in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}
     assert grades["bob"]["total"] == f"{TOTAL_POINTS:g}" and "override" not in grades["bob"]
-    assert {row[0]: row[-1] for row in rows_of(out / "canvas_grades.csv")[2:]}["Bob B"] == f"{TOTAL_POINTS:g}"
+    assert {row[0]: row[-1] for row in rows_of(out / "moodle_grades.csv")[2:]}["Bob B"] == f"{TOTAL_POINTS:g}"
     assert "still overridden" not in done.stdout
 
 
