@@ -4,7 +4,7 @@
 #   make grade ENGINE=otter [SUBMISSION=PATH]   the same through `otter run` and the stock Otter autograder
 #   make grade SUBMISSION=canvas.zip ROSTER=roster.csv   also OUT/canvas_grades.csv and OUT/moodle_grades.csv
 #   make grade SHARD=2/4 OUT=out-2 ; make merge SHARDS="out-1 out-2 out-3 out-4"   spread a class
-#     (in a Slurm array task or a Kubernetes Indexed Job, SHARD comes from the scheduler: docs/cluster.md)
+#     (on Slurm or Kubernetes, SHARD comes from the task and SHARD_COUNT: cluster/, docs/cluster.md)
 #   make grade TIME_LIMIT=10 MEMORY_LIMIT=1GiB SUBMISSION_TIME_LIMIT=120 JOBS=4   limits and parallelism
 #   make grade REQUIRE_SANDBOX=1   refuse to grade unless every protection of the OS sandbox is on (docs/sandbox.md)
 #   make grade OVERRIDES=overrides.csv   student,step,points,reason: applied to grades.csv, LMS files, report
