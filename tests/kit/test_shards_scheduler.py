@@ -119,6 +119,24 @@ def test_a_slurm_array_grades_slices_that_merge_to_one_run_and_one_failed_task_i
     assert (project / "out" / "grades.csv").read_text() == (data / "whole" / "grades.csv").read_text()
 
 
+def test_grade_sbatch_passes_the_count_and_the_knobs_given_to_sbatch(tmp_path):
+    """make ignores exported knobs: the script passes those given to sbatch on make's command line, so every
+    slice, and a slice graded again, is graded with the same settings (a merge refuses slices of others)."""
+    fake = tmp_path / "bin" / "make"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nprintf "%s\\n" "SHARD_COUNT=$SHARD_COUNT" "$@" > "$SLURM_SUBMIT_DIR/make-args"\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "SLURM_SUBMIT_DIR": str(tmp_path),
+           "SLURM_ARRAY_TASK_ID": "3", "CLASS": "my class.zip", "TIME_LIMIT": "20", "ENGINE": "otter"}
+    env.pop("SHARD_COUNT", None)
+    for unset in ("DEVICE", "MEMORY_LIMIT", "SUBMISSION_TIME_LIMIT", "ZIP_ENCODING", "SLURM_CPUS_PER_TASK"):
+        env.pop(unset, None)
+    done = subprocess.run(["bash", str(CLUSTER / "grade.sbatch")], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "make-args").read_text().splitlines() == [
+        "SHARD_COUNT=4", "grade", "SUBMISSION=my class.zip", "OUT=out-3", "JOBS=2", "ENGINE=otter", "TIME_LIMIT=20"]
+
+
 def manifest(name):
     return yaml.safe_load((CLUSTER / name).read_text())
 
