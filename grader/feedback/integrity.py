@@ -83,7 +83,7 @@ class Student:
     code: str = ""  # the submitted code (a notebook's code cells joined), "" when unreadable or not given
     found: list = field(default_factory=list)  # tokens(code)
     own: set = field(default_factory=set)  # the code's fingerprints, less the boilerplate's
-    structure: dict = field(default_factory=dict)  # syntax-tree fingerprint -> (function, lines), less the boilerplate's
+    structure: dict = field(default_factory=dict)  # syntax-tree fingerprint -> (function, lines), less boilerplate
     failures: dict = field(default_factory=dict)  # signature -> (check, visibility, output)
     details: dict = field(default_factory=dict)  # key -> what to show
 
@@ -245,6 +245,9 @@ def known_mistakes():
     return tuple(cause.title.lower() for cause in CAUSES.values())
 
 
+GENERIC = "a failure without a measured value (an interface or crash message every student with that design gets)"
+
+
 def known_mistake(output):
     """The catalogue mistake an output names ("" when none): the grader names a cause only when sure."""
     text = " ".join(output.split()).lower()
@@ -254,9 +257,11 @@ def known_mistake(output):
 # --- the signals ---------------------------------------------------------------------------------------------------
 def failure_signatures(data):
     """{signature: (check, visibility, output, known)} for each check failed with a wrong output (not a stub, a
-    limit). `known`: the mistake of the fault catalogue the output names, or "". Every check that names the
-    same known mistake gives one signature, the mistake's: one common mistake fails many checks, and is one
-    piece of evidence, a weak one (mistake_weight), not one per check."""
+    limit). `known`: the mistake of the fault catalogue the output names, GENERIC for an output with no number
+    in it (a missing attribute, a crash: not a specific wrong output), or "". Every check that names the same
+    known mistake gives one signature, the mistake's, and one output printed by several checks is one
+    signature: one mistake fails many checks, and is one piece of evidence (a weak one for a known or generic
+    mistake: mistake_weight), not one per check."""
     found = {}
     for test in data.get("tests") or []:
         if test.get("score", 0) >= test.get("max_score", 0):
@@ -266,8 +271,10 @@ def failure_signatures(data):
         if extra.get("limit") or NOT_IMPLEMENTED.search(output):
             continue  # timeouts, crashes of the sandbox and unfinished stubs are no behaviour of the code
         picture = json.dumps(extra.get("picture"), sort_keys=True) if extra.get("picture") else ""
-        known = known_mistake(output)
-        signature = f"known\0{known}" if known else f"{test.get('name')}\0{' '.join(output.split())}\0{picture}"
+        known = known_mistake(output) or ("" if re.search(r"\d", output) else GENERIC)
+        # one signature per known mistake, and per output whatever the check that printed it (one mistake
+        # fails many checks with the same message): one piece of evidence each
+        signature = f"known\0{known}" if known else f"{' '.join(output.split())}\0{picture}"
         found.setdefault(signature, (str(test.get("name")), str(test.get("visibility") or "visible"), output, known))
     return found
 
@@ -420,7 +427,8 @@ def reasons(pair):
         hidden = sum(pair.a.failures[s][1] != "visible" for s, _ in pair.shared_failures)
         known = sum(bool(pair.a.failures[s][3]) for s, _ in pair.shared_failures)
         parts.append(f"behaviour {pair.behaviour:.2f}: the same wrong output on {len(pair.shared_failures)} "
-                     f"check(s) ({hidden} hidden)" + (f", {known} a known common mistake (discounted)" if known else ""))
+                     f"check(s) ({hidden} hidden)" + (f", {known} a known or generic mistake (discounted)"
+                                                      if known else ""))
     if pair.details:
         parts.append(f"details {pair.details:.2f}: {len(pair.shared_details)} unusual name(s), comment(s) or "
                      "string(s) in common")
@@ -480,6 +488,14 @@ def _places_text(places):
     return "; ".join(f"{esc(name(where_a))} and {esc(name(where_b))} ({count})" for (where_a, where_b), count in places)
 
 
+def failure_kind(known):
+    """How a shared failure counts, in words."""
+    if not known:
+        return "specific, not a known mistake (counts in full)"
+    kind = "generic: " if known == GENERIC else "known mistake: "
+    return f"{kind}{known} (weighs {KNOWN_MISTAKE:g})"
+
+
 def discounted(pair):
     """What was left out of this pair's evidence, in words."""
     known = sorted({pair.a.failures[s][3] for s, _ in pair.shared_failures if pair.a.failures[s][3]})
@@ -496,7 +512,8 @@ def numbered_lines(code, first, last, limit=40):
     """Lines first..last (1-based) of `code`, numbered and escaped for HTML (at most `limit`)."""
     lines = code.split("\n")[first - 1:min(last, first + limit - 1)]
     width = len(str(first + len(lines)))
-    return "\n".join(f"<span class='ln'>{first + index:>{width}}</span> {esc(line)}" for index, line in enumerate(lines))
+    return "\n".join(f"<span class='ln'>{first + index:>{width}}</span> {esc(line)}"
+                     for index, line in enumerate(lines))
 
 
 def snippet(code, start, end):
@@ -536,7 +553,7 @@ def pair_section(index, pair, out):
     if pair.shared_failures:
         rows = "".join(
             f"<tr><td>{esc(a.failures[s][0])}</td><td>{esc(a.failures[s][1])}</td><td>{count - 2}</td>"
-            f"<td>{'known mistake: ' + esc(a.failures[s][3]) + f' (weighs {KNOWN_MISTAKE:g})' if a.failures[s][3] else 'rare, not a known mistake'}</td>"
+            f"<td>{esc(failure_kind(a.failures[s][3]))}</td>"
             f"<td><small>{esc(shorten(a.failures[s][2], 300))}</small></td></tr>" for s, count in pair.shared_failures)
         parts.append(f"<li><b>Behaviour</b> {pair.behaviour:.2f}: both fail these checks with identical output "
                      "(a common mistake can do this too):<table><tr><th>check</th><th>visibility</th>"
@@ -582,13 +599,14 @@ def page(pairs, students, out, seconds):
              "chapter's listings, the reference solution and the chapter's public write-ups "
              f"({esc(', '.join(PUBLIC_NAMES))}), each piece weighted by its rarity in this class; <b>behaviour</b> "
              "(identical wrong outputs on the same checks, weighted by rarity; a known mistake of the fault "
-             f"catalogue counts once and weighs {KNOWN_MISTAKE:g}) and <b>details</b> (identical unusual names, "
+             "catalogue, or a message with no measured value, counts once and weighs "
+             f"{KNOWN_MISTAKE:g}) and <b>details</b> (identical unusual names, "
              "comments, strings or commented-out code). "
              f"Score = {WEIGHTS['code']:g} × code + {WEIGHTS['behaviour']:g} × behaviour + "
              f"{WEIGHTS['details']:g} × details; the threshold and the method are in docs/integrity.md.</p>",
-             f"<p><b>False alarms.</b> The threshold {THRESHOLD:.2f} was set on honest work only (independently written "
-             "solutions and shuffles of them), never on copies: on those, an honest pair scores above it with a "
-             f"probability of about {NULL_RATE:.0e}, so in a class of this size ({len(students)}) about "
+             f"<p><b>False alarms.</b> The threshold {THRESHOLD:.2f} was set on honest work only (independently "
+             "written solutions and shuffles of them), never on copies: on those, an honest pair scores above it "
+             f"with a probability of about {NULL_RATE:.0e}, so in a class of this size ({len(students)}) about "
              f"{expected_false_flags(len(students)):.2g} honest pair(s) are expected above it "
              f"({expected_false_flags(100):.2g} in a class of 100). The measurement is in docs/integrity.md.</p>"]
     if not with_code:

@@ -36,9 +36,10 @@ INPLACE = re.compile(r"^[a-z_]+_$")  # torch's in-place methods end in one under
 MIN_STATEMENT = 10  # characters of canonical text: `return V`, `V=F(V)` say nothing of their own
 MIN_EXPRESSION = 24  # characters of canonical text: a sub-expression shorter than this is too common to tell
 MAX_PAIRS = 40  # statements per function whose pairs are taken (a longer function's first ones)
-HUGE = 1e4
-DEFINED = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", re.M)
-SELF_ATTRIBUTE = re.compile(r"\bself\.(\w+)\s*(?:[,:)]|[-+*/]?=(?!=))|register_buffer\(\s*[\"'](\w+)")  # a fill below -HUGE hides a position as -inf does
+HUGE = 1e4  # a fill below -HUGE hides a position as -inf does
+DEFINED = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", re.M)  # the file's functions and classes
+# attributes the file sets on self (self.x = ..., self.x, self.y = ...) and buffers it registers
+SELF_ATTRIBUTE = re.compile(r"\bself\.(\w+)\s*(?:[,:)]|[-+*/]?=(?!=))|register_buffer\(\s*[\"'](\w+)")
 
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

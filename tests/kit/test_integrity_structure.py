@@ -33,8 +33,8 @@ class _Disguise(ast.NodeTransformer):
 
     def __init__(self, names, rng, tree, rename=True, swap=True, reorder=True):
         self.names, self.rng, self.rename, self.swap, self.reorder = names, rng, rename, swap, reorder
-        self.own = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
-                    and isinstance(node.value, ast.Name) and node.value.id == "self" and isinstance(node.ctx, ast.Store)}
+        self.own = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute) and isinstance(
+            node.value, ast.Name) and node.value.id == "self" and isinstance(node.ctx, ast.Store)}
         self.own |= {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
                      and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer"
                      and node.args and isinstance(node.args[0], ast.Constant)}
@@ -317,3 +317,16 @@ def test_no_honest_pair_of_the_cohort_or_its_shuffles_is_flagged_and_the_stated_
     per_pair = integrity_null.rate(integrity_null.tail(scores, total), integrity.THRESHOLD)
     assert per_pair * 4950 <= 0.1, f"{per_pair * 4950:.3f} honest pairs expected above the threshold per class of 100"
     assert per_pair <= 3 * integrity.NULL_RATE, (per_pair, integrity.NULL_RATE)  # the page's figure still holds
+
+
+def test_fully_disguised_copies_are_flagged_on_their_code_alone_and_nothing_else_is():
+    """Every honest file of the cohort and a fully disguised copy of each, in one class, code only (no
+    behaviour): the copy pairs are flagged unless the original is public code (measured 28 of 31; 0 of 31
+    with the token fingerprints alone, before the structure signal), and no other pair is."""
+    honest = {name: (COHORT / f"{name}.py").read_text() for name in honest_names()}
+    copies = {f"copy_of_{name}": disguise(code, seed=100 + index) for index, (name, code) in enumerate(honest.items())}
+    pairs = class_of({**honest, **copies})
+    flagged = {pair for pair, found in pairs.items() if found.flagged}
+    copy_pairs = {frozenset((name, f"copy_of_{name}")) for name in honest}
+    assert flagged <= copy_pairs, sorted(map(sorted, flagged - copy_pairs))
+    assert len(flagged) >= 26, f"{len(flagged)} of {len(copy_pairs)} disguised copies flagged"
