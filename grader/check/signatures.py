@@ -962,7 +962,9 @@ class Battery:
             params, _, _ = value_trick_params(info, dims.d_in, dims.d_out, dims.n, dims.heads, seed=self.seed)
             out = module.forward(one_hot_tokens(dims.n, dims.n, dims.d_in), weights=params)
             weights = weights_of_output(out, dims.n, dims.heads, dims.d_out)
-            if weights is not None and rows_outcome(weights, causal=True) == "ok":
+            # Right rows and exactly the causal pattern in every sequence: a mask of another wrong shape that
+            # happens to broadcast at this batch size (unsqueezed on another axis) hides other positions.
+            if weights is not None and rows_outcome(weights, causal=True) == "ok" and pattern_outcome(weights) == "ok":
                 self.add("batch_size", "tokens")
 
         return self.run(look)
