@@ -111,6 +111,15 @@ _NET = "a network namespace (no host network, abstract sockets private)"
 WAITS = {
     ("k_ptys_openpty", "root-basic", "allowance"): "a devpts of its own (a mount namespace): /dev/ptmx is the machine's",
     ("k_ptys_openpty", "user-basic", "allowance"): "a devpts of its own (a mount namespace): /dev/ptmx is the machine's",
+    ("k_ptys_ptmx", "root-basic", "allowance"): "a devpts of its own (a mount namespace): /dev/ptmx is the machine's",
+    ("k_ptys_ptmx", "user-basic", "allowance"): "a devpts of its own (a mount namespace): /dev/ptmx is the machine's",
+    ("r_hunt_solution", "root-basic", "score"): f"{_MOUNT}: a world-readable class folder (named in the judge's "
+                                                "command line) holds classmates' solutions",
+    ("r_hunt_solution", "user-basic", "score"): f"{_MOUNT}: the grading user's worker reads classmates' files",
+    ("r_pipe_pages_user", "user", "allowance"): "a uid of its own: pipe buffers are charged to the grading user's "
+                                                "fs.pipe-user-pages-soft",
+    ("r_pipe_pages_user", "user-basic", "allowance"): "a uid of its own: pipe buffers are charged to the grading "
+                                                      "user's fs.pipe-user-pages-soft",
     ("c1_classmates", "root-basic", "score"): f"{_MOUNT}: a private uid still reads classmates' files",
     ("c1_classmates", "user-basic", "score"): f"{_MOUNT}: the grading user's worker reads classmates' files",
     ("c8_checkout", "user-basic", "score"): f"{_MOUNT}: the kit's checkout holds the solution",
@@ -120,14 +129,16 @@ WAITS = {
     ("c1_names", "user-basic", "evidence"): f"{_MOUNT} and {_PID}: the class folder and command lines are readable",
     ("c8_environment", "user-basic", "evidence"): f"{_PID}: the judge's /proc/<pid>/environ has the grading user's uid",
     ("x_judge_memory", "user-basic", "evidence"): f"{_PID}: the judge's /proc/<pid>/mem has the grading user's uid",
-    ("disruptive", "user-basic", "left"): f"{_PID}: the judge killed by x_signal_judge leaves its temporary folder",
 }
 
 
 # Whether the basic fallback lets these through depends on timing (a classmate still serving when asked).
 BY_CHANCE = {("c9_socket_client", "root-basic", "score"), ("c9_socket_client", "user-basic", "score"),
              # and on the machine's /dev/ptmx (its permissions, pty.max, what else holds terminals)
-             ("k_ptys_openpty", "root-basic", "allowance"), ("k_ptys_openpty", "user-basic", "allowance")}
+             ("k_ptys_openpty", "root-basic", "allowance"), ("k_ptys_openpty", "user-basic", "allowance"),
+             ("k_ptys_ptmx", "root-basic", "allowance"), ("k_ptys_ptmx", "user-basic", "allowance"),
+             # and on where a complete solution lies readable on the machine when the hunt runs
+             ("r_hunt_solution", "root-basic", "score"), ("r_hunt_solution", "user-basic", "score")}
 
 
 def apply_waits(request, name, mode_name, what):
