@@ -69,7 +69,9 @@ def _host_names():
                 places.setdefault(form.rstrip("/"), placeholder)  # never "/", "/usr", "/opt": not the host's own
     names = set()
     try:  # (no pwd module on Windows, where a student may run the public checks)
-        user = __import__("pwd").getpwuid(os.getuid()).pw_name
+        import pwd
+
+        user = pwd.getpwuid(os.getuid()).pw_name
         if len(user) >= 3 and user not in ("root", "nobody"):  # a word of its own ("square root") is no secret
             names.add((user, "<user>"))
     except (ImportError, AttributeError, KeyError):
