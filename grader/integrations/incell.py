@@ -59,7 +59,7 @@ from grader.check.suite import discover
 
 HIDDEN_FOLDER = "kit_hidden_tests"
 STEP_SECONDS = 10.0  # the judge's default per step (grader.sandbox.limits); the generated cells pass theirs
-REPEAT_SECONDS = 0.05  # a stopped check is stopped again this often until it returns (a bare `except:` in a loop)
+REPEAT_SECONDS = 0.05  # a stopped check is stopped again this often until it returns (code that caught it once)
 GRADING_ENV = "NBGRADER_EXECUTION"  # set by nbgrader's autograde ("autograde") and validate ("validate")
 
 
@@ -128,7 +128,7 @@ def _with_alarm(seconds, function, place_of):
     finally:
         state["armed"] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)  # None: not set from Python
     # A stop that the student's code swallowed (a bare `except:`) is still a stop.
     return (None, state["where"]) if state["where"] is not None else (value, None)
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from grader.judging.judge import check_readable
 from grader.judging.model import SubmissionResult, TestResult
 from grader.chapter import STEP_KEYS
+from grader.sandbox.limits import Limit
 
 MARKER = "KIT_OTTER_RUN"  # environment variable naming this run; inherited by everything it starts
 STARTUP_SECONDS = 30  # otter run's own start (imports, kernel launch) on top of the per-step time limit
@@ -86,8 +87,10 @@ def grade_with_otter(path, name, tests, options, autograder=None):
         result.problems.append(problem)
     for test in tests:
         passed, message = verdicts.get(test.name, (False, problem or "Otter reported no result for this test"))
+        # The zip's checks stop a step with the judge's words (grader.integrations.incell): the same Limit.
+        limit = Limit.TIME if not passed and message.startswith("time limit:") else None
         result.tests.append(TestResult(test.name, test.step, test.points if passed else 0.0, test.points,
-                                       message, test.visibility))
+                                       message, test.visibility, {}, limit))
     result.seconds = time.monotonic() - started
     return result
 

@@ -23,6 +23,7 @@ from grader.integrations.incell import Grading, call_with_time_limit
 from grader.integrations.otter import NAME
 from grader.integrations.otter_engine import grade_with_otter
 from grader.judging.judge import Options, grade_submission
+from grader.sandbox.limits import Limit
 
 pytestmark = pytest.mark.kit
 
@@ -76,6 +77,8 @@ def by_otter(otter_dist, faults, suite, tmp_path_factory):
         path = folder / f"{fault}.py"
         path.write_text(faults[fault])
         result = grade_with_otter(path, fault, suite, Options.of(step_seconds=STEP_SECONDS), autograder=autograder)
+        if fault == "hang":  # a step stopped by its budget is recorded as the judge records it
+            assert {t.limit for t in result.tests if t.step == "masking"} == {Limit.TIME}, result.tests
         return result.step_scores(), [(t.name, t.output[:200]) for t in result.tests if t.score < t.max_score]
 
     with ThreadPoolExecutor(max_workers=3) as pool:
@@ -143,11 +146,11 @@ def _sleep():
 
 
 def _swallow():
-    while True:
-        try:
-            time.sleep(1)
-        except:  # noqa: E722 - a student's bare except must not keep the check running
-            pass
+    try:
+        _spin()
+    except:  # noqa: E722 - a student's bare except, once, must not keep the check running
+        pass
+    time.sleep(60)
 
 
 @pytest.mark.parametrize("hang_kind", [_spin, _sleep, _swallow])
@@ -159,6 +162,12 @@ def test_a_check_that_never_returns_is_stopped(hang_kind):
     assert time.monotonic() - started < 5
     assert signal.getsignal(signal.SIGALRM) is handler and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     assert call_with_time_limit(5, lambda: 42) == (42, None)
+
+
+def test_outside_the_main_thread_a_loop_is_stopped_too():
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        value, where = pool.submit(call_with_time_limit, 0.3, _spin).result(timeout=10)
+    assert value is None and where == ""
 
 
 def test_a_stopped_step_fails_its_later_checks_and_the_next_step_loads_afresh(faults, suite, tmp_path):
