@@ -23,7 +23,7 @@ from pathlib import Path
 from grader import stopping
 from grader.text import terminal
 from grader.judging import results_json as results_io
-from grader.judging.model import zero_result
+from grader.judging.model import SubmissionResult, zero_result
 from grader.outfiles import OutputError, write_atomic
 from grader.classes.judges import graded_in_judges, judge_count
 from grader.classes.progress import Progress
@@ -178,15 +178,15 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
         try:
             result = grade(path, name, tests, options)
             result.fingerprint = prints[name]
-            result.text = results_io.results_text(result, maxima)
+            result = results_io.finished(result, maxima)  # as written: what a resumed run reads back
         except OutputError:
             raise
         except Exception as error:  # noqa: BLE001 - a grader bug on one file must not cost the class its grades.csv
             result = internal_error_result(name, path, tests, error)  # no fingerprint: the next run grades it again
-            result.text = results_io.results_text(result, maxima)
+            result = results_io.finished(result, maxima)
         stopping.check()  # a run being stopped records nothing more: what was under way is graded next run
         try:
-            write_atomic(result_path(out, name), result.text)
+            write_atomic(result_path(out, name), result.to_json())
         except OutputError as error:
             failed.append(error)
             raise
@@ -202,8 +202,8 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
     try:
         if count > 1:
             threads = -(-jobs // count)
-            for name, text in graded_in_judges(todo, one, count, threads):
-                record(results_io.parse_results_text(text, name))
+            for name, data in graded_in_judges(todo, one, count, threads):
+                record(SubmissionResult.from_dict(data, name))
             todo = [item for item in todo if item[0] not in done]  # what a judge could not deliver
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             try:
@@ -221,8 +221,8 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
     graded = [done[name] for name, _ in submissions]
     # Without root, student code ran as this user and might have tampered with earlier results
     # (workers cannot write files, but can truncate them): put back what the judge wrote or read.
-    for result in graded:
-        path = result_path(out, result.name)
-        if not path.is_file() or path.read_text(encoding="utf-8", errors="replace") != result.text:
-            write_atomic(path, result.text)
+    for result in graded:  # a result written or read back writes the same bytes again (grader.results)
+        path, text = result_path(out, result.name), result.to_json()
+        if not path.is_file() or path.read_text(encoding="utf-8", errors="replace") != text:
+            write_atomic(path, text)
     return graded

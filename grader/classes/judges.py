@@ -7,7 +7,7 @@ share itself, and judge processes forked from it (torch already imported, no
 thread, no CUDA: forking is safe), each with its own threads, fork server and
 workers. This process's fork server may already be running (the command line
 starts it early, see `sandbox.servers`); a forked judge never uses it. A judge
-sends back each finished results.json text over its own one-way
+sends back each finished result (its results.json dict, one JSON message) over its own one-way
 `multiprocessing.connection` pipe (framed messages, closed on exec: no fork
 server or worker ever holds one), so the parent keeps exactly what its judges
 wrote, whatever a student's process did to the files on disk. Whatever a judge
@@ -38,8 +38,8 @@ def judge_count(jobs, submissions, cores=None):
 
 
 def graded_in_judges(items, grade, judges, threads):
-    """Yield (name, results text) for each (name, path) item graded by `grade(item)` (which returns a
-    SubmissionResult with `.text`) by `judges` judges of `threads` threads each, as they finish: this process
+    """Yield (name, results.json dict) for each (name, path) item graded by `grade(item)` (which returns a
+    SubmissionResult as results.json has it) by `judges` judges of `threads` threads each, as they finish: this process
     is the first judge, the others are forked. Each thread takes the next item when it is free (see
     `ItemQueue`), so a judge that started later or grades slower simply takes fewer. An item whose grading
     raised is not yielded."""
@@ -60,7 +60,7 @@ def graded_in_judges(items, grade, judges, threads):
                 os._exit(code)
         writer.close()
         channels[reader] = pid
-    finished = _Inbox()  # (name, text), or None when a source is done
+    finished = _Inbox()  # (name, results.json dict), or None when a source is done
     stop = threading.Event()
 
     def forked():
@@ -72,7 +72,7 @@ def graded_in_judges(items, grade, judges, threads):
 
     def own_threads():
         try:
-            _grade_taken(queue_of_items, grade, threads, lambda name, text: finished.put((name, text)), stop)
+            _grade_taken(queue_of_items, grade, threads, lambda name, data: finished.put((name, data)), stop)
         finally:
             finished.put(None)
 
@@ -152,9 +152,9 @@ def _judge(items, grade, threads, channel):
     _forget_fork_server()
     sending = threading.Lock()  # one channel, several threads
 
-    def send(name, text):
+    def send(name, data):
         with sending:
-            channel.send_bytes(json.dumps({"name": name, "text": text}).encode())
+            channel.send_bytes(json.dumps({"name": name, "result": data}).encode())
 
     try:
         _grade_taken(items, grade, threads, send)
@@ -168,17 +168,17 @@ def _judge(items, grade, threads, channel):
 
 def _grade_taken(items, grade, threads, deliver, stop=None):
     """`threads` threads that each take the next item of `items` (an ItemQueue) until none is left (or `stop`
-    is set), grade it and `deliver(name, results text)`; returns once all are done. An item whose grading
+    is set), grade it and `deliver(name, results.json dict)`; returns once all are done. An item whose grading
     raised is not delivered: the parent grades it again itself, where the error surfaces."""
     def work():
         while not (stop is not None and stop.is_set()) and (item := items.take()) is not None:
             try:
-                text = grade(item).text
+                data = grade(item).to_dict()
             except stopping.Stopped:  # the run is being stopped: nothing more is graded or delivered
                 return
             except Exception:  # noqa: BLE001 - see above
                 continue
-            deliver(item[0], text)
+            deliver(item[0], data)
 
     workers = [threading.Thread(target=work, name=f"grading-{i}") for i in range(max(1, threads))]
     for worker in workers:
@@ -207,7 +207,7 @@ def _collect(channels, stop):
                     reader.close()
                     del open_ends[reader]
                     continue
-                yield frame["name"], frame["text"]
+                yield frame["name"], frame["result"]
     finally:
         for reader, pid in open_ends.items():  # the caller stopped early (an error): stop the judges too
             reader.close()

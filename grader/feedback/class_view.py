@@ -63,9 +63,9 @@ def not_graded(submission):
     """Why a file could not be graded at all (empty, binary, not a notebook, not unpacked), in the words of
     its feedback page's loading problems; None for a file that was graded. Such a file has that problem as
     the message of every check (judging.model.zero_result)."""
-    errors, _ = page.loading_problems({"problems": submission.problems})
+    errors, _ = page.loading_problems(submission.problems)
     tests = submission.tests
-    if errors and tests and all(t["score"] == 0 and str(t.get("output", "")).startswith(tuple(errors)) for t in tests):
+    if errors and tests and all(t.score == 0 and t.output.startswith(tuple(errors)) for t in tests):
         return errors[0]
     return None
 
@@ -81,10 +81,10 @@ def what_went_wrong(submission, maxima):
         top = maxima.get(key) or 0
         if submission.steps.get(key, 0.0) >= top - 1e-9:
             continue
-        tests = [t for t in submission.tests if t["name"].partition(":")[0] == key]
-        lost = [t for t in tests if t["score"] < t["max_score"]]
+        tests = [t for t in submission.tests if t.step == key]
+        lost = [t for t in tests if not t.passed]
         found = (submission.diagnosis or {}).get(key)
-        if lost and len(lost) == len(tests) and all(any(m in t.get("output", "") for m in NOT_DONE) for t in lost):
+        if lost and len(lost) == len(tests) and all(any(m in t.output for m in NOT_DONE) for t in lost):
             phrases.append(f"{key}: not done")
         elif found:
             phrases.append(f"{key}: {found.get('title') or CAUSES[found['cause']].title}")
@@ -125,18 +125,18 @@ def check_causes(submissions):
     for submission in submissions:
         refused = not_graded(submission)
         for test in submission.tests:
-            if test["score"] >= test["max_score"]:
+            if test.passed:
                 continue
             if refused:
-                counts = found.setdefault(test["name"], {})
+                counts = found.setdefault(test.name, {})
                 counts["file not graded"] = counts.get("file not graded", 0) + 1
                 continue
             cause, _ = diagnosis.evidence_of(diagnosis.as_record(test))
             if cause is None:
-                step_cause = (submission.diagnosis or {}).get(test["name"].partition(":")[0])
+                step_cause = (submission.diagnosis or {}).get(test.step)
                 cause = step_cause["cause"] if step_cause else None
             title = CAUSES[cause].title if cause in CAUSES else "no known cause"
-            counts = found.setdefault(test["name"], {})
+            counts = found.setdefault(test.name, {})
             counts[title] = counts.get(title, 0) + 1
     return {name: sorted(counts.items(), key=lambda item: -item[1]) for name, counts in found.items()}
 

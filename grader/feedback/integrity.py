@@ -38,6 +38,7 @@ from grader.check.loader import SubmissionError, read_chunks
 from grader.feedback.integrity_ast import structure_prints
 from grader.outfiles import write_atomic
 from grader.paths import CHAPTER_TEXT, ROOT, SOLUTION
+from grader.results import SubmissionResult, as_result
 from grader.text import csv_row
 from grader.text import html as esc
 
@@ -255,19 +256,20 @@ def known_mistake(output):
 
 
 # --- the signals ---------------------------------------------------------------------------------------------------
-def failure_signatures(data):
-    """{signature: (check, visibility, output, known)} for each check failed with a wrong output (not a stub, a
-    limit). `known`: the mistake of the fault catalogue the output names, GENERIC for an output with no number
-    in it (a missing attribute, a crash: not a specific wrong output), or "". Every check that names the same
+def failure_signatures(result):
+    """{signature: (check, visibility, output, known)} for each check of `result` (a SubmissionResult, or its
+    results.json dict) failed with a wrong output (not a stub, a limit). `known`: the mistake of the fault
+    catalogue the output names, GENERIC for an output with no number in it (a missing attribute, a crash: not
+    a specific wrong output), or "". Every check that names the same
     known mistake gives one signature, the mistake's, and one output printed by several checks is one
     signature: one mistake fails many checks, and is one piece of evidence (a weak one for a known or generic
     mistake: mistake_weight), not one per check."""
     found = {}
-    for test in data.get("tests") or []:
-        if test.get("score", 0) >= test.get("max_score", 0):
+    for test in as_result(result).tests:
+        if test.passed:
             continue
-        output = str(test.get("output") or "")
-        extra = test.get("extra_data") or {}
+        output = test.output
+        extra = test.extra_data
         if extra.get("limit") or NOT_IMPLEMENTED.search(output):
             continue  # timeouts, crashes of the sandbox and unfinished stubs are no behaviour of the code
         picture = json.dumps(extra.get("picture"), sort_keys=True) if extra.get("picture") else ""
@@ -275,7 +277,7 @@ def failure_signatures(data):
         # one signature per known mistake, and per output whatever the check that printed it (one mistake
         # fails many checks with the same message): one piece of evidence each
         signature = f"known\0{known}" if known else f"{' '.join(output.split())}\0{picture}"
-        found.setdefault(signature, (str(test.get("name")), str(test.get("visibility") or "visible"), output, known))
+        found.setdefault(signature, (test.name, test.visibility or "visible", output, known))
     return found
 
 
@@ -365,12 +367,11 @@ def load_students(out, sources):
     students = []
     for path in sorted((Path(out) / "results").glob("*.json")):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            result = SubmissionResult.from_json(path.read_text(encoding="utf-8"), path.stem)
         except (OSError, ValueError):
             continue  # the report names unreadable results files; here they only give no evidence
-        name = str((data.get("extra_data") or {}).get("submission") or path.stem)
-        student = Student(name, failures=failure_signatures(data))
-        student.code = codes.get(name, "")
+        student = Student(result.name, failures=failure_signatures(result))
+        student.code = codes.get(result.name, "")
         students.append(student)
     return students
 

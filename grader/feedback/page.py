@@ -1,13 +1,13 @@
 """Feedback that teaches: per step, what passed, what failed, the most likely cause, and pictures.
 
-Everything here works from a submission's results.json (as written by
-`results.gradescope_json`), so feedback can be rebuilt after grading, resuming
-or merging shards. Two renderings of the same content:
+Everything here works from a submission's result as results.json has it (a
+grader.results.SubmissionResult, read back with `from_json`), so feedback can be
+rebuilt after grading, resuming or merging shards. Two renderings of the same content:
 
-* `markdown(data)`: the Gradescope `output`. It is visible at once, so it shows
+* `markdown(result)`: the Gradescope `output`. It is visible at once, so it shows
   only what the visible (public) checks found; hidden checks carry their own
   output, shown when grades are published.
-* `html_page(data)`: a self-contained page (heatmaps drawn as inline SVG)
+* `html_page(result)`: a self-contained page (heatmaps drawn as inline SVG)
   with every check, for the instructor to hand out: the student's attention
   weights beside the pattern they should have, with the cells that leak the
   future and the rows that do not sum to one marked.
@@ -16,9 +16,10 @@ The pictures show only the student's own numbers and the causal *pattern*,
 never a hidden expected value.
 """
 
-import json
 import math
+from dataclasses import replace
 from pathlib import Path
+from typing import Any, Iterable
 
 from grader.check.loader import left_out_note
 from grader.feedback import diagnosis
@@ -26,6 +27,7 @@ from grader.outfiles import write_atomic
 from grader.text import html as esc
 from grader.feedback import svg
 from grader.chapter import STEPS
+from grader.results import SubmissionResult, TestResult, as_result
 
 MAX_PICTURES_PER_STEP = 2
 
@@ -37,7 +39,7 @@ def test_extra_data(test):
         return {}
     record = diagnosis.as_record(test)
     cause, strength = diagnosis.evidence_of(record)
-    extra = {}
+    extra: dict[str, Any] = {}
     if cause:
         extra.update(cause=cause, kind=record["details"].get("kind") or strength_kind(strength))
     picture = record["details"].get("picture")
@@ -52,45 +54,38 @@ def strength_kind(strength):
     return next(kind for kind, value in diagnosis.STRENGTH.items() if value == strength)
 
 
-def annotations(tests):
-    """Top-level `extra_data` additions: the diagnosis of each step that lost points, and the limits hit."""
+def annotations(tests: list[TestResult]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """What results.json adds to `extra_data`: the diagnosis of each step that lost points, the limits hit."""
     found = diagnosis.diagnose(tests)
     limits, seen = [], set()
     for test in tests:
-        kind = (test.get("extra_data") or {}).get("limit")
-        step = test["name"].partition(":")[0]
-        if kind and (step, kind) not in seen:
-            seen.add((step, kind))
-            limits.append({"step": step, "kind": kind, "message": test["output"].split("\n", 1)[0][:300]})
-    return {"diagnosis": found, "limits": limits}
+        kind = test.extra_data.get("limit")
+        if kind and (test.step, kind) not in seen:
+            seen.add((test.step, kind))
+            limits.append({"step": test.step, "kind": kind, "message": test.output.split("\n", 1)[0][:300]})
+    return found, limits
 
 
-def steps_of(data):
-    """[(step, [tests], score, max)] in chapter order, from a results.json dict."""
-    extra = data.get("extra_data") or {}
-    by_step = {step.key: [] for step in STEPS}
-    for test in data.get("tests", []):
-        by_step.setdefault(test["name"].partition(":")[0], []).append(test)
+def steps_of(result: SubmissionResult) -> list[tuple[Any, list[TestResult], float, float]]:
+    """[(step, [tests], score, max)] in chapter order."""
     rows = []
     for step in STEPS:
-        tests = by_step.get(step.key, [])
-        score = sum(t["score"] for t in tests)
-        maximum = (extra.get("max_steps") or {}).get(step.key, sum(t["max_score"] for t in tests))
+        tests = result.tests_of(step.key)
+        score = sum(t.score for t in tests)
+        maximum = result.max_steps.get(step.key, sum(t.max_score for t in tests))
         rows.append((step, tests, score, maximum))
     return rows
-
-
-def failed(test):
-    return test["score"] < test["max_score"]
 
 
 NOTES_TITLE = "Lines of your file the grader did not run (they cost no points):"
 
 
-def loading_problems(extra):
+def loading_problems(problems: Iterable[Any]) -> tuple[list[str], list[str]]:
     """(errors, notes): the loading problems that cost points, and the IPython lines only left out."""
-    errors, notes, note = [], [], False
-    for problem in map(str, extra.get("problems") or []):
+    errors: list[str] = []
+    notes: list[str] = []
+    note = False
+    for problem in map(str, problems or []):
         if not problem.startswith("... and "):  # `... and N more` goes with the lines it follows
             note = left_out_note(problem)
         (notes if note else errors).append(problem)
@@ -98,31 +93,32 @@ def loading_problems(extra):
 
 
 # --- Markdown (Gradescope output) -------------------------------------------------------------------------------
-def markdown(data):
+def markdown(result: SubmissionResult | dict) -> str:
     """The visible part of the feedback, as Markdown: what the public checks found, per step."""
+    result = as_result(result)
     lines = []
-    errors, notes = loading_problems(data.get("extra_data") or {})
+    errors, notes = loading_problems(result.problems)
     if errors:
         lines += ["**Problems found while loading your file:**", ""] + [f"- {md(p)}" for p in errors] + [""]
     if notes:
         lines += [f"**{NOTES_TITLE}**", ""] + [f"- {md(p)}" for p in notes] + [""]
-    for step, tests, _, _ in steps_of(data):
-        visible = [t for t in tests if t.get("visibility", "visible") == "visible"]
+    for step, tests, _, _ in steps_of(result):
+        visible = [t for t in tests if t.visibility == "visible"]
         hidden = len(tests) - len(visible)
         if not tests:
             continue
-        lost = [t for t in visible if failed(t)]
-        got = sum(t["score"] for t in visible)
-        out_of = sum(t["max_score"] for t in visible)
+        lost = [t for t in visible if not t.passed]
+        got = sum(t.score for t in visible)
+        out_of = sum(t.max_score for t in visible)
         mark = "✅" if not lost else "❌"
         lines.append(f"### {mark} {step.number}. {step.title}: {got:g}/{out_of:g} on the visible checks")
         lines.append("")
-        passed = [t for t in visible if not failed(t)]
+        passed = [t for t in visible if t.passed]
         if passed:
-            lines.append(f"Passed: {', '.join(md(short_name(t)) for t in passed)}.")
+            lines.append(f"Passed: {', '.join(md(t.short_name) for t in passed)}.")
             lines.append("")
         for test in lost:
-            lines.append(f"- **{md(short_name(test))}**: {md(test['output'])}")
+            lines.append(f"- **{md(test.short_name)}**: {md(test.output)}")
         if lost:
             lines.append("")
             lines += hint_markdown(diagnosis.diagnose_step([diagnosis.as_record(t) for t in visible]), lost)
@@ -138,10 +134,6 @@ def hint_markdown(found, lost):
                 f"*Evidence:* {md(found['evidence'])}", "", f"*What to do:* {md(found['fix'])}.", ""]
     return ["**No single known mistake explains this.** The checks that failed are listed above; "
             "each says what differed and what to check.", ""]
-
-
-def short_name(test):
-    return test["name"].partition(": ")[2] or test["name"]
 
 
 def md(text):
@@ -217,7 +209,7 @@ def heatmap_svg(picture):
     label_y = max(under + (32 if columns else 20), grid_y + 100)  # below the rotated "query token i"
     width, height = other_x + other_width, label_y + 14
 
-    cells = []
+    cells: list[list[tuple[str, str, str, str]]] = []
     for i, row in enumerate(values):
         cells.append([])
         for j, value in enumerate(row):
@@ -289,43 +281,43 @@ ul.checks{list-style:none;padding-left:0} ul.checks li{margin:.35rem 0}
 """
 
 
-def html_page(data):
+def html_page(result: SubmissionResult | dict) -> str:
     """A self-contained feedback page for one submission (every check, hints, heatmaps)."""
-    extra = data.get("extra_data") or {}
-    name = extra.get("submission") or "submission"
-    found = extra.get("diagnosis")
+    result = as_result(result)
+    name = result.name or "submission"
+    found = result.diagnosis
     if found is None:
-        found = diagnosis.diagnose(data.get("tests", []))
-    total = sum(maximum for _, _, _, maximum in steps_of(data))
+        found = diagnosis.diagnose(result.tests)
+    total = sum(maximum for _, _, _, maximum in steps_of(result))
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Feedback: {esc(name)}</title>",
              f"<style>{STYLE}</style></head><body>",
              f"<h1>Feedback for {esc(name)}</h1>",
-             f"<p class='sub'>Score {data.get('score', 0):g} / {total:g}. For each step: the checks that passed "
+             f"<p class='sub'>Score {result.score:g} / {total:g}. For each step: the checks that passed "
              "and failed, the most likely cause of a failure, and where it helps a picture of your attention "
              "weights. This page includes the hidden checks.</p>"]
-    errors, notes = loading_problems(extra)
+    errors, notes = loading_problems(result.problems)
     if errors:
         parts.append("<div class='problems'><b>Problems found while loading your file:</b><ul>"
                      + "".join(f"<li>{esc(p)}</li>" for p in errors) + "</ul></div>")
     if notes:
         parts.append(f"<div class='notes'><b>{esc(NOTES_TITLE)}</b><ul>"
                      + "".join(f"<li>{esc(p)}</li>" for p in notes) + "</ul></div>")
-    for step, tests, score, maximum in steps_of(data):
+    for step, tests, score, maximum in steps_of(result):
         parts.append(step_html(step, tests, score, maximum, found.get(step.key)))
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
 def step_html(step, tests, score, maximum, found):
-    lost = [t for t in tests if failed(t)]
+    lost = [t for t in tests if not t.passed]
     items = []
     for test in tests:
-        tag = "" if test.get("visibility", "visible") == "visible" else "<span class='tag'>hidden</span>"
-        if failed(test):
-            items.append(f"<li class='fail'>{esc(short_name(test))}{tag}"
-                         f"<span class='msg'>{esc(test['output'])}</span></li>")
+        tag = "" if test.visibility == "visible" else "<span class='tag'>hidden</span>"
+        if not test.passed:
+            items.append(f"<li class='fail'>{esc(test.short_name)}{tag}"
+                         f"<span class='msg'>{esc(test.output)}</span></li>")
         else:
-            items.append(f"<li class='pass'>{esc(short_name(test))}{tag}</li>")
+            items.append(f"<li class='pass'>{esc(test.short_name)}{tag}</li>")
     parts = [f"<section class='step {'bad' if lost else 'ok'}' id='step-{step.key}'>",
              f"<h2>{step.number}. {esc(step.title)} <span class='score'>{score:g} / {maximum:g}</span></h2>"]
     if lost:
@@ -339,11 +331,11 @@ def step_html(step, tests, score, maximum, found):
     parts.append("<ul class='checks'>" + "".join(items) + "</ul>")
     shown = 0
     for test in lost:
-        picture = (test.get("extra_data") or {}).get("picture")
+        picture = test.extra_data.get("picture")
         if picture and shown < MAX_PICTURES_PER_STEP:
             shown += 1
             what = picture.get("what", "attention weights")
-            parts.append(f"<figure>{heatmap_svg(picture)}<figcaption>{esc(what)} ({esc(short_name(test))}). "
+            parts.append(f"<figure>{heatmap_svg(picture)}<figcaption>{esc(what)} ({esc(test.short_name)}). "
                          "<span class='legend'>Red squares: weight given to a future token. Dashed orange rows: "
                          "rows that do not sum to one. Right: the pattern every row should follow.</span>"
                          "</figcaption></figure>")
@@ -351,39 +343,38 @@ def step_html(step, tests, score, maximum, found):
     return "\n".join(parts)
 
 
-def write_page(data, path):
-    """Write the feedback page for one results.json dict to `path`."""
-    write_atomic(Path(path), html_page(data))
+def write_page(result: SubmissionResult | dict, path: Path | str) -> Path:
+    """Write the feedback page of one result (or results.json dict) to `path`."""
+    write_atomic(Path(path), html_page(result))
     return Path(path)
 
 
-def finish(data, results, problems=()):
-    """Add the feedback to a results.json dict built from the TestResults `results` (same order) of a
-    file with loading `problems`: per-test causes and pictures, the step diagnoses and limits in
-    `extra_data`, the cause named in the output of the failing test that shows it, the Markdown `output`."""
-    data.setdefault("extra_data", {}).setdefault("problems", list(problems))
-    for entry, test in zip(data["tests"], results):
+def finish(result: SubmissionResult, maxima: dict[str, float]) -> SubmissionResult:
+    """`result` as results.json has it (a copy; `maxima` the steps' points): per-test causes and pictures
+    (each test's `extra_data`, also its `details`, as when read back), the step diagnoses and limits, the
+    cause named in the output of the failing test that shows it, the Markdown `output`."""
+    tests = []
+    for test in result.tests:
         extra = test_extra_data(test)
-        if extra:
-            entry["extra_data"] = extra
-    notes = annotations(data["tests"])
-    data.setdefault("extra_data", {}).update(notes)
-    for found in notes["diagnosis"].values():
-        witness = next((t for t in data["tests"] if found and t["name"] == found["test"]), None)
-        if witness and found["title"] not in witness["output"]:
-            witness["output"] += f"\nMost likely cause: {found['title']}; {found['fix']}."
-    data["output"] = markdown(data)
-    data["output_format"] = "md"
-    return data
+        tests.append(replace(test, details=dict(extra), extra_data=extra))
+    done = replace(result, tests=tests, problems=list(result.problems), max_steps=maxima)
+    done.diagnosis, done.limits = annotations(tests)
+    for found in done.diagnosis.values():
+        witness = next((t for t in tests if found and t.name == found["test"]), None)
+        if witness and found["title"] not in witness.output:
+            witness.output += f"\nMost likely cause: {found['title']}; {found['fix']}."
+    done.output = markdown(done)
+    done.output_format = "md"
+    return done
 
 
-def write_page_beside(results_path):
+def write_page_beside(results_path: Path | str) -> Path:
     """The feedback page of one graded file, next to its results.json (as feedback.html)."""
     path = Path(results_path)
-    return write_page(json.loads(path.read_text(encoding="utf-8")), path.with_name("feedback.html"))
+    return write_page(SubmissionResult.from_json(path.read_text(encoding="utf-8")), path.with_name("feedback.html"))
 
 
-def write_pages(out, force=False):
+def write_pages(out: Path | str, force: bool = False) -> int:
     """OUT/feedback/<name>.html for every OUT/results/<name>.json, skipping pages newer than their
     results (a resumed run redraws only what was regraded) unless `force`; returns how many were written.
     Pictures are plain SVG strings, so a class of 200 takes well under a second in this one process."""
@@ -395,10 +386,10 @@ def write_pages(out, force=False):
     return written
 
 
-def _write_page_from(path, page):
+def _write_page_from(path: Path, page: Path) -> int:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        result = SubmissionResult.from_json(path.read_text(encoding="utf-8"), path.stem)
+    except (OSError, ValueError):  # unreadable, or not a results file: the report names it
         return 0
-    write_page(data, page)
+    write_page(result, page)
     return 1

@@ -11,7 +11,6 @@ with example students, runtime outliers, submissions that hit a limit (time,
 memory, crash) and files that did not load, plus a list of suggested actions.
 """
 
-import json
 import math
 import statistics
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from grader.feedback import svg
 from grader.outfiles import write_atomic
 from grader.text import html as esc
 from grader.chapter import BY_KEY, STEP_KEYS, STEPS, TOTAL_POINTS
+from grader.results import ResultsFormatError, SubmissionResult, TestResult
 from grader.sandbox.limits import Limit
 
 
@@ -38,50 +38,41 @@ class Submission:
     problems: list
     diagnosis: dict
     limits: list
-    tests: list = field(default_factory=list)
+    tests: list[TestResult] = field(default_factory=list)
 
 
 class ResultsError(ValueError):
     """A file in OUT/results/ that is not a results file of this grader: the message names it."""
 
 
-def read_results(path):
-    """The data of one results file, checked for the fields the report reads; ResultsError otherwise."""
+def read_results(path: Path) -> SubmissionResult:
+    """The result one results file holds; ResultsError, naming the file, for one that is not this grader's."""
+    not_ours = ResultsError(f"{path} is not a results file of this grader: regrade that submission or remove the file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return SubmissionResult.from_json(path.read_text(encoding="utf-8"), path.stem)
+    except ResultsFormatError:
+        raise not_ours from None
     except (OSError, ValueError) as error:  # UnicodeDecodeError is a ValueError
         raise ResultsError(f"{path} cannot be read ({str(error)[:120]}): regrade that submission or remove "
                            "the file") from None
-    tests = data.get("tests") if isinstance(data, dict) else None
-    numbers = (int, float)
-    if not (isinstance(data, dict) and isinstance(data.get("score", 0), numbers)
-            and isinstance(data.get("extra_data") or {}, dict) and isinstance(tests, list)
-            and all(isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("score"), numbers)
-                    and isinstance(t.get("max_score"), numbers) for t in tests)):
-        raise ResultsError(f"{path} is not a results file of this grader: regrade that submission or remove the file")
-    return data
 
 
 def load(out):
     """The graded submissions of OUT/results/*.json, and the per-step maxima."""
     submissions, maxima = [], {}
     for path in sorted((Path(out) / "results").glob("*.json")):
-        data = read_results(path)
-        extra = data.get("extra_data") or {}
+        result = read_results(path)
         try:
-            maxima = maxima or {str(key): float(value) for key, value in dict(extra.get("max_steps") or {}).items()}
-            found = extra.get("diagnosis")
+            maxima = maxima or {key: float(value) for key, value in result.max_steps.items()}
+            found = result.diagnosis
             if found is None:  # results written before diagnosis existed: work it out from the tests
-                found = diagnosis.diagnose(data.get("tests", []))
-            limits = [limit for limit in extra.get("limits") or [] if Limit.parse(limit.get("kind"))]
-            submissions.append(Submission(
-                str(extra.get("submission") or path.stem), float(data.get("score", 0.0)),
-                {str(key): float(value) for key, value in dict(extra.get("steps") or {}).items()},
-                float(extra.get("seconds") or 0.0), [str(p) for p in extra.get("problems") or []], found, limits,
-                data.get("tests", [])))
+                found = diagnosis.diagnose(result.tests)
+            limits = [limit for limit in result.limits or [] if Limit.parse(limit.get("kind"))]
         except (TypeError, ValueError, AttributeError):  # a field of the wrong type: not this grader's file
             raise ResultsError(f"{path} is not a results file of this grader: regrade that submission or "
                                "remove the file") from None
+        submissions.append(Submission(result.name, result.score, result.rounded_steps(), result.seconds,
+                                      result.problems, found, limits, result.tests))
     return submissions, maxima
 
 
@@ -105,18 +96,18 @@ def item_analysis(submissions):
     names = []
     for submission in submissions:
         for test in submission.tests:
-            if test["name"] not in names:
-                names.append(test["name"])
+            if test.name not in names:
+                names.append(test.name)
     items = []
     for name in names:
         passed, rest, visibility = [], [], "visible"
         for submission in submissions:
-            test = next((t for t in submission.tests if t["name"] == name), None)
+            test = next((t for t in submission.tests if t.name == name), None)
             if test is None:
                 continue
-            visibility = test.get("visibility", visibility)
-            passed.append(1.0 if test["score"] >= test["max_score"] else 0.0)
-            rest.append(submission.score - test["score"])
+            visibility = test.visibility
+            passed.append(1.0 if test.passed else 0.0)
+            rest.append(submission.score - test.score)
         failure = 1 - statistics.fmean(passed) if passed else 0.0
         items.append((name, name.partition(":")[0], visibility, failure, correlation(passed, rest)))
     return items
@@ -155,9 +146,9 @@ def unfinished(submission):
     """The steps a submission left undone: every failed check of the step says it is not implemented."""
     steps = []
     for key in STEP_KEYS:
-        tests = [t for t in submission.tests if t["name"].partition(":")[0] == key]
-        lost = [t for t in tests if t["score"] < t["max_score"]]
-        if lost and len(lost) == len(tests) and all(any(m in t.get("output", "") for m in NOT_DONE) for t in lost):
+        tests = [t for t in submission.tests if t.step == key]
+        lost = [t for t in tests if not t.passed]
+        if lost and len(lost) == len(tests) and all(any(m in t.output for m in NOT_DONE) for t in lost):
             steps.append(key)
     return steps
 

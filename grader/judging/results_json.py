@@ -1,64 +1,43 @@
-"""A submission's results.json (Gradescope's format, with the kit's extra_data): written and read back."""
+"""A submission's results.json (Gradescope's format, with the kit's extra_data): written and read back.
 
-import json
+The format itself is the result model's (grader.results: `to_json`/`from_json`); here the feedback is added
+before writing (feedback.page.finish) and a result read back is checked to be one this grader can resume."""
+
 from pathlib import Path
 
 from grader.chapter import step_of_test_name
 from grader.feedback import page as feedback
-from grader.judging.model import SubmissionResult, TestResult
 from grader.outfiles import write_atomic
-from grader.sandbox.limits import Limit
+from grader.results import SubmissionResult
 
 
-def gradescope_json(result, maxima):
-    """One submission in Gradescope's results.json format (score, output, tests[]); the output (Markdown:
-    loading problems apart from the lines only left out, then each step) is written by feedback.finish."""
-    data = {
-        "score": round(result.score, 4),
-        "output": "",
-        "tests": [
-            {"name": t.name, "score": t.score, "max_score": t.max_score,
-             "output": t.output, "visibility": t.visibility}
-            for t in result.tests
-        ],
-        "extra_data": {
-            "submission": result.name,
-            "steps": {key: round(value, 4) for key, value in result.step_scores().items()},
-            "max_steps": maxima,
-            "seconds": round(result.seconds, 3),
-            "problems": list(result.problems),
-            "fingerprint": result.fingerprint,
-            "sandbox": result.sandbox,
-        },
-    }
-    return feedback.finish(data, result.tests, result.problems)
+def finished(result: SubmissionResult, maxima: dict[str, float]) -> SubmissionResult:
+    """`result` as results.json has it: a copy with its feedback (causes, pictures, diagnosis, Markdown)."""
+    return feedback.finish(result, maxima)
 
 
-def results_text(result, maxima):
-    return json.dumps(gradescope_json(result, maxima), indent=2, ensure_ascii=False) + "\n"
+def gradescope_json(result: SubmissionResult, maxima: dict[str, float]) -> dict:
+    """One submission in Gradescope's results.json format (score, output, tests[]), feedback included."""
+    return finished(result, maxima).to_dict()
 
 
-def write_results_json(result, maxima, path):
+def results_text(result: SubmissionResult, maxima: dict[str, float]) -> str:
+    return finished(result, maxima).to_json()
+
+
+def write_results_json(result: SubmissionResult, maxima: dict[str, float], path: Path | str) -> None:
     write_atomic(path, results_text(result, maxima))
 
 
-def read_results_json(path):
+def read_results_json(path: Path | str) -> SubmissionResult:
     """A SubmissionResult back from a results.json this grader wrote (to resume or merge runs)."""
     return parse_results_text(Path(path).read_text(encoding="utf-8"), Path(path).stem)
 
 
-def parse_results_text(text, name):
-    """A SubmissionResult from the text of a results.json this grader wrote (`name` if it names none)."""
-    data = json.loads(text)
-    extra = data.get("extra_data") or {}
-    result = SubmissionResult(extra.get("submission") or name, "")
-    result.tests = [TestResult(t["name"], step_of_test_name(t["name"]), float(t["score"]), float(t["max_score"]),
-                               t.get("output", ""), t.get("visibility", "visible"), t.get("extra_data") or {},
-                               Limit.parse((t.get("extra_data") or {}).get("limit")))
-                    for t in data["tests"]]
-    result.problems = list(extra.get("problems") or [])
-    result.seconds = float(extra.get("seconds") or 0.0)
-    result.fingerprint = extra.get("fingerprint") or ""
-    result.sandbox = extra.get("sandbox") or {}
-    result.text = text  # exactly what was written, to restore it byte for byte
+def parse_results_text(text: str, name: str) -> SubmissionResult:
+    """A SubmissionResult from the text of a results.json this grader wrote (`name` if it names none);
+    ValueError for any other text, a test of no chapter step included. It writes back the same bytes."""
+    result = SubmissionResult.from_json(text, name)
+    for test in result.tests:
+        step_of_test_name(test.name)  # ValueError: not a test of this chapter
     return result
