@@ -8,12 +8,14 @@ docs/architecture.md):
   classes/       which files make up a class, grading them all (resumable, sharded)
   sandbox/       the sealed worker that runs one student's code, and its limits
   check/         the seam between tests and student code, and the student's own checker (all that ships to students)
-  judging/       the judge: runs the graded tests against the worker; the torch-free result model
+  results        the result model: one submission's per-test verdicts, read and written as results.json
+  judging/       the judge: runs the graded tests against the worker
   feedback/      diagnosis, the feedback page, the cohort report
-  integrations/  Otter, nbgrader, Gradescope, Canvas/Moodle gradebooks
-  build/         everything generated from solutions/: exercises, notebook, samples, releases
   faults/        the catalogue of known student mistakes and correct variants
+  build/         everything generated from solutions/: exercises, notebook, samples, the student release
+  integrations/  (above build/) Otter, nbgrader, Gradescope, Canvas/Moodle, and `publish`, which builds dist/
 
-Lower layers never import higher ones: chapter, paths, text, outfiles < check < sandbox
-< feedback < judging < classes < integrations < build < cli (a kit test checks there is no import circle).
+Lower layers never import higher ones: chapter, paths, text, outfiles, stopping, markers < check < sandbox
+< results < feedback < judging < classes < faults < build < integrations < cli (tests/kit/test_layout.py
+checks every import against these layers).
 """

@@ -486,7 +486,7 @@ def report_command(args):
 
 
 def publish_command(args):
-    from grader.build.publish import PARTS, PublishRefused, publish
+    from grader.integrations.publish import PARTS, PublishRefused, publish
 
     unknown = [part for part in args.parts if part not in PARTS]
     if unknown:

@@ -27,15 +27,19 @@ DEATH_SIGNALS = frozenset(int(number) for number in (*SIGNALS, signal.SIGKILL))
 ECHO_SECONDS = 1.0
 
 _requested = threading.Event()
-_received = [None, 0.0]  # the signal's number, and when it came (time.monotonic)
+
+
+class _Received:
+    number: int | None = None  # the first stopping signal's number
+    at: float = 0.0  # when it came (time.monotonic)
 
 
 class Stopped(BaseException):
     """Grading was stopped by a signal: nothing under way is recorded. A BaseException, like
     KeyboardInterrupt, so that no check's `except Exception` can turn it into a test failure."""
 
-    def __init__(self, number=None):
-        number = number if number is not None else _received[0]
+    def __init__(self, number: int | None = None) -> None:
+        number = number if number is not None else _Received.number
         self.number = number
         self.graded, self.total = None, None  # set by whoever knows (classes.bulk.grade_class)
         super().__init__(name_of(number))
@@ -73,10 +77,10 @@ def after_death(signal_number):
 
 def _on_signal(number, frame):
     if _requested.is_set():
-        if time.monotonic() - _received[1] < ECHO_SECONDS:
+        if time.monotonic() - _Received.at < ECHO_SECONDS:
             return  # the same stop, delivered twice: the clean stop under way goes on
         os._exit(128 + number)  # a second signal: the user insists
-    _received[0], _received[1] = number, time.monotonic()
+    _Received.number, _Received.at = number, time.monotonic()
     _requested.set()
     raise Stopped(number)
 
@@ -90,4 +94,4 @@ def install():
 def reset():
     """Forget a stop (tests that stop a run in-process, then grade again)."""
     _requested.clear()
-    _received[0], _received[1] = None, 0.0
+    _Received.number, _Received.at = None, 0.0

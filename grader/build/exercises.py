@@ -217,8 +217,8 @@ def release_files(exercise, stub_notebook):
     """{path in the student release: text}: the exercises, the checker and its public checks.
 
     The checker ships alone: the public tests and the grader modules that `python check.py` and
-    the notebook's `check()` import (grader.integrations.shipping), nothing of the grading engine."""
-    from grader.integrations.shipping import shipped_files, test_files
+    the notebook's `check()` import (grader.build.shipping), nothing of the grading engine."""
+    from grader.build.shipping import shipped_files, test_files
 
     files = {"exercises/attention.py": exercise, "exercises/attention.ipynb": with_checks(stub_notebook)}
     for name in ("README.md", "requirements.txt", "check.py"):

@@ -22,8 +22,8 @@ import stat
 import zipfile
 from pathlib import Path
 
-from grader.integrations import shipping
-from grader.integrations.shipping import ENGINE, INSTRUCTOR_ONLY, shipped_files
+from grader.build import shipping
+from grader.build.shipping import ENGINE, INSTRUCTOR_ONLY, shipped_files
 from grader.paths import ROOT
 
 MINIFORGE_VERSION = "25.3.1-0"  # the Miniforge release Otter 7.0.0 installs on Gradescope too

@@ -17,7 +17,7 @@ Everything is generated from solutions/ and tests/:
   course_config.py, the instructor's own settings, which `make publish` never writes.
   Then `nbgrader generate_assignment` is run, so release/ and gradebook.db exist.
 
-Republishing into a course in use goes through `grader.build.publish`, which asks `plan_course`
+Republishing into a course in use goes through `grader.integrations.publish`, which asks `plan_course`
 here what may change: the release and source files always; the gradebook never, and when the
 assignment's graded cells would change while student work exists, nothing at all.
 """
@@ -35,8 +35,8 @@ from pathlib import Path
 from grader.build.exercises import SOLUTION, code_sections, notebook
 from grader.chapter import STEP_KEYS
 from grader.paths import ROOT
-from grader.integrations import shipping
-from grader.integrations.shipping import shipped_files
+from grader.build import shipping
+from grader.build.shipping import shipped_files
 from grader.check.suite import discover
 from grader.sandbox.limits import DEFAULTS
 

@@ -28,8 +28,8 @@ import zipfile
 from pathlib import Path
 
 from grader.chapter import STEPS
-from grader.integrations import shipping
-from grader.integrations.shipping import shipped_files
+from grader.build import shipping
+from grader.build.shipping import shipped_files
 from grader.paths import ROOT
 from grader.check.suite import discover
 from grader.sandbox.limits import DEFAULTS

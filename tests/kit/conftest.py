@@ -92,7 +92,7 @@ def solution_notebook(clean):
 @pytest.fixture(scope="session")
 def otter_dist(tmp_path_factory):
     """`make publish`'s student and otter parts, built once per session into a temporary dist/."""
-    from grader.build.publish import publish
+    from grader.integrations.publish import publish
 
     folder = tmp_path_factory.mktemp("dist")
     publish(folder, parts=("student", "otter"))

@@ -70,6 +70,40 @@ def test_no_import_circles_in_the_grader():
     assert circles(graph) == []
 
 
+# The layers, lowest first (grader/__init__.py says the same in words): a module imports only its own layer's
+# modules and lower layers'. The top-level modules are the lowest layer (but the result model, grader.results, read
+# by feedback and written by the judge), the command line the highest.
+LAYERS = (("grader", "grader.chapter", "grader.paths", "grader.text", "grader.outfiles", "grader.stopping",
+           "grader.markers"),
+          ("grader.check",), ("grader.sandbox",), ("grader.results",), ("grader.feedback",), ("grader.judging",),
+          ("grader.classes",), ("grader.faults",), ("grader.build",), ("grader.integrations",),
+          ("grader.cli", "grader.__main__"))
+
+
+def layer_of(module):
+    """The index in LAYERS of `module` (a subpackage's modules share its layer); None for a module of no layer."""
+    found = None
+    for index, members in enumerate(LAYERS):
+        if any(module == member or (member != "grader" and module.startswith(member + ".")) for member in members):
+            found = index
+    return found
+
+
+def test_every_module_has_a_layer():
+    assert [name for name in MODULES if layer_of(name) is None] == []
+
+
+def test_lower_layers_never_import_higher_ones():
+    upward = sorted(f"{name} imports {other}" for name, path in MODULES.items() for other in grader_imports(path)
+                    if layer_of(other) > layer_of(name))
+    assert upward == [], "a lower layer imports a higher one (see LAYERS)"
+
+
+def test_the_layer_rule_catches_an_upward_import():
+    assert layer_of("grader.check.wire") < layer_of("grader.sandbox.worker") < layer_of("grader.cli")
+    assert layer_of("grader.markers") < layer_of("grader.faults.mutation") < layer_of("grader.build.exercises")
+
+
 def test_the_circle_finder_finds_circles():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
 

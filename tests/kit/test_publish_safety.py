@@ -15,9 +15,9 @@ from contextlib import closing
 
 import pytest
 
-from grader.build import publish as publishing
+from grader.integrations import publish as publishing
 from grader.build.exercises import code_sections
-from grader.build.publish import PublishRefused, publish
+from grader.integrations.publish import PublishRefused, publish
 from grader.integrations import nbgrader as course_builder
 
 STUDENTS = [("amy", "Amy", "Adams"), ("bo", "Bo", "Björk")]

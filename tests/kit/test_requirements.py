@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.integrations import gradescope, otter, shipping
+from grader.build import shipping
+from grader.integrations import gradescope, otter
 from grader.paths import ROOT
 
 SETS = ("requirements.txt", "requirements-publish.txt", "requirements-test.txt")
