@@ -253,7 +253,8 @@ def check_class_run(args, collected):
         return
     before = class_record.read_record(args.out)
     record = class_run_record(dict(before), collected, args)
-    found = check_class_inputs(record, [name for name, _ in collected.submissions] + [name for name, _ in collected.rejected])
+    names = [name for name, _ in collected.submissions] + [name for name, _ in collected.rejected]
+    found = check_class_inputs(record, names)
     regrades = record.get("regrades") or {}
     paths = {name: Path(regrades[name]) if regrades.get(name) and Path(regrades[name]).is_file() else path
              for name, path in collected.submissions}
@@ -300,7 +301,8 @@ def check_class_inputs(record, names):
 def grading_settings(args, options):
     """What a result's fingerprint depends on besides the file (see bulk.fingerprint); a result graded
     under weaker protections than this run's is graded again."""
-    settings = {"suite": suite_digest(), "engine": args.engine, "options": vars(options), "public_only": args.public_only}
+    settings = {"suite": suite_digest(), "engine": args.engine, "options": vars(options),
+                "public_only": args.public_only}
     if args.engine == "kit":
         from grader.sandbox import worker
 
@@ -553,7 +555,8 @@ def size_argument(text):
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     if not MIN_MEMORY <= size <= MAX_MEMORY:
-        raise argparse.ArgumentTypeError(f"{text!r} is {'too small to run PyTorch' if size < MIN_MEMORY else 'too large'}"
+        why = 'too small to run PyTorch' if size < MIN_MEMORY else 'too large'
+        raise argparse.ArgumentTypeError(f"{text!r} is {why}"
                                          ": give a size between 64MiB and 1PiB, e.g. 512MiB or 2GiB")
     return size
 

@@ -123,7 +123,8 @@ def suite_digest(root=ROOT):
 def fingerprint(path, settings):
     """What a result depends on: the submission's bytes (none for a rejected one) and the grading settings."""
     digest = hashlib.sha256()
-    with open(path or os.devnull, "rb") as stream:  # in blocks: a submission may be huge (it is refused later, not here)
+    # In blocks: a submission may be huge (it is refused later, not here).
+    with open(path or os.devnull, "rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())

@@ -648,7 +648,8 @@ def shown_count(pairs):
 
 def write_integrity(out, sources=None):
     """Write OUT/integrity.html and OUT/integrity.csv; `sources` is the class's (name, path) list or its
-    slices' {name: code} (class_code; None: the files are not at hand, and only behaviour is compared). Returns a summary."""
+    slices' {name: code} (class_code; None: the files are not at hand, and only behaviour is compared).
+    Returns a summary."""
     started = time.monotonic()
     out = Path(out)
     if sources is None and (out / "integrity.html").is_file():

@@ -392,8 +392,9 @@ def write_lms_files(out, results, maxima, roster_path=None, origins=None, scores
     check_match(roster, [result.name for result in results], origins)  # before any file is written
     chosen, notes = match(roster, results, origins)
     points = sum(maxima.values())
-    for name, ids, text in (("canvas_grades.csv", CANVAS_IDENTIFIERS, lambda: canvas_csv(roster, chosen, points, scores)),
-                            ("moodle_grades.csv", MOODLE_KEYS, lambda: moodle_csv(roster, chosen, scores))):
+    files = (("canvas_grades.csv", CANVAS_IDENTIFIERS, lambda: canvas_csv(roster, chosen, points, scores)),
+             ("moodle_grades.csv", MOODLE_KEYS, lambda: moodle_csv(roster, chosen, scores)))
+    for name, ids, text in files:
         if any(getattr(student, key) for student in roster.students for key in ids):
             write_atomic(Path(out) / name, text())
         else:  # rows the LMS cannot match to anyone: no file, rather than one that imports nothing

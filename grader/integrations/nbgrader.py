@@ -249,7 +249,7 @@ def assignment_cells(db, assignment=ASSIGNMENT):
         if not connection.execute("select 1 from assignment where name = ?", (assignment,)).fetchall():
             return None
         cells = {}
-        for notebook, cell, kind, points, cell_type in connection.execute(
+        for notebook, cell, kind, points, _cell_type in connection.execute(
                 "select n.name, b.name, b.type, coalesce(g.max_score, t.max_score), coalesce(g.cell_type, t.cell_type) "
                 "from base_cell b join notebook n on b.notebook_id = n.id join assignment a on n.assignment_id = a.id "
                 "left join grade_cells g on g.id = b.id left join task_cells t on t.id = b.id where a.name = ?",

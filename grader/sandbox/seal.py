@@ -25,7 +25,6 @@ Linux only. Python 3.11 has no os.unshare/mount/pivot_root: everything goes thro
 """
 
 import ctypes
-import errno
 import fcntl
 import os
 import resource

@@ -9,9 +9,9 @@ userfaultfd, io_uring, kernel modules, kexec, clocks, swap, every per-user or
 machine-wide kernel allowance a solution never needs (AIO, inotify, epoll, POSIX and
 SysV IPC, POSIX timers, memfds on the CPU, pipes beyond 64 KiB, byte-range locks), and sockets (netlink,
 vsock, packet... reach past the network namespace; unix and IP socket buffers are
-memory no per-process limit counts; on CUDA unix sockets stay for the driver). `setsid` succeeds without doing anything (the worker's session is the
-sandbox's CPU share where the kernel schedules a session's processes as one group:
-autogroups). x86_64 and aarch64
+memory no per-process limit counts; on CUDA unix sockets stay for the driver).
+`setsid` succeeds without doing anything (the worker's session is the sandbox's CPU
+share where the kernel schedules a session's processes as one group: autogroups). x86_64 and aarch64
 use their own numbers; system calls of another architecture (i386, x32) kill the
 process (libseccomp's bad-arch default).
 """

@@ -154,13 +154,16 @@ def test_the_publish_set_is_what_publishing_imports_or_runs():
         assert re.search(rf'"-m", "{tool}"', sources), tool
 
 
+TOOLS = {"ruff", "mypy"}  # run by tests/kit/test_habits.py as commands (python -m ruff), never imported
+
+
 def test_the_test_set_is_what_only_the_kit_tests_import():
     runtime = set(pins("requirements.txt")) | set(pins("requirements-publish.txt"))
     grading = distributions(imported_names(grading_files()))
     for package in pins("requirements-test.txt"):
         assert package not in grading, f"{package} is a grading import"
     needed = distributions(imported_names(kit_test_files())) - runtime
-    assert needed == set(pins("requirements-test.txt"))
+    assert needed | TOOLS == set(pins("requirements-test.txt"))
 
 
 @pytest.mark.parametrize("name", SETS)

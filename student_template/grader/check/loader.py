@@ -149,7 +149,8 @@ def _notebook_chunks(name, text):
             "cells" not in notebook and "worksheets" in notebook)):
         notebook = _upgrade(notebook)  # Jupyter opens old notebooks by upgrading them: so do we
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-        raise SubmissionError(f"{name} is not a Jupyter notebook (no list of cells); submit the .ipynb saved by Jupyter.")
+        raise SubmissionError(f"{name} is not a Jupyter notebook (no list of cells); "
+                              "submit the .ipynb saved by Jupyter.")
     metadata = _mapping(notebook.get("metadata"))
     language = (_mapping(metadata.get("kernelspec")).get("language")
                 or _mapping(metadata.get("language_info")).get("name") or "python")

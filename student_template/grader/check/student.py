@@ -150,7 +150,8 @@ class ModuleHandle:
 
     def loading(self, weights):
         """(what, request) that sets parameters by name (see `load`)."""
-        return f"setting the parameters of {self.label}", self._request("load_weights", weights=wire.encode(dict(weights)))
+        request = self._request("load_weights", weights=wire.encode(dict(weights)))
+        return f"setting the parameters of {self.label}", request
 
     def load(self, weights):
         return self.student._ask(*self.loading(weights))
