@@ -20,15 +20,16 @@ import time
 from pathlib import Path
 
 from grader import stopping
-from grader.classes import class_record, tables
-from grader.classes.bulk import grade_class, suite_digest
-from grader.classes.shards import parse_shard, read_shards, shard, shard_from_environment, write_slice
-from grader.classes.submissions import UsageError, collect
+from grader.cohort import class_record, tables
+from grader.cohort.bulk import grade_class, suite_digest
+from grader.cohort.shards import parse_shard, read_shards, shard, shard_from_environment, write_slice
+from grader.cohort.submissions import collect
+from grader.errors import UsageError
 from grader.feedback import page as feedback
 from grader.feedback import report
 from grader.judging import results_json as results_io
 from grader.check.suite import discover, max_points
-from grader.classes.bulk import OutBusy, foreign_out, holding
+from grader.cohort.bulk import OutBusy, foreign_out, holding
 from grader.outfiles import OutputError, write_atomic
 from grader.paths import SAMPLE_CLASS
 from grader.sandbox import servers
@@ -108,7 +109,7 @@ def grade_command(args):
                 return grade(path, name, tests, options)
 
             settings = grading_settings(args, options)
-            if slice_of_class:  # the slice records the whole class it was cut from, and its code (classes.shards)
+            if slice_of_class:  # the slice records the whole class it was cut from, and its code (cohort.shards)
                 from grader.feedback.integrity import class_code
 
                 index, count = slice_of_class
@@ -204,7 +205,7 @@ def write_class_files(out, graded, maxima, record, sources=None):
             record["students"] = lms.roster_record(roster, graded, record.get("origins"))
         except lms.RosterError as error:
             refused = error
-    from grader.classes.overrides import OverrideError
+    from grader.cohort.overrides import OverrideError
 
     try:  # (check_class_inputs found these before grading: a safety net, before anything is written)
         record["final"], override_notes = class_record.finals(graded, record)
@@ -275,7 +276,7 @@ def check_class_inputs(record, names):
     every override a submission of the class (UsageError naming the rows and lines)."""
     from types import SimpleNamespace as Named  # what matching reads of a result, before there are results
 
-    from grader.classes.overrides import OverrideError, resolve
+    from grader.cohort.overrides import OverrideError, resolve
 
     students = None
     if record.get("roster"):
@@ -384,7 +385,7 @@ def kept_overrides(name, applying, path, basis, args, command="regrade"):
     longer be right, so that run is refused (exit 2, before grading) unless the instructor keeps them
     (--keep-overrides) or gives an overrides file without them. With no digest recorded (an OUT of an
     older kit), a regrade from SUBMISSION=... counts as other bytes."""
-    from grader.classes.overrides import source_digest
+    from grader.cohort.overrides import source_digest
 
     if not applying:
         return "", None
@@ -622,7 +623,7 @@ def add_grading_options(parser):
 
 def overrides_argument(text):
     """--overrides: read and checked before any grading (an empty file clears the OUT's overrides)."""
-    from grader.classes.overrides import read_overrides
+    from grader.cohort.overrides import read_overrides
 
     try:
         return read_overrides(text)

@@ -41,7 +41,7 @@ class Stopped(BaseException):
     def __init__(self, number: int | None = None) -> None:
         number = number if number is not None else _Received.number
         self.number = number
-        self.graded, self.total = None, None  # set by whoever knows (classes.bulk.grade_class)
+        self.graded, self.total = None, None  # set by whoever knows (cohort.bulk.grade_class)
         super().__init__(name_of(number))
 
     @property

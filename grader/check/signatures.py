@@ -1128,12 +1128,6 @@ def scores_observations(student, n=4, seed=70):
     return [observation("signature", matched=matched, modelled=suspects)]
 
 
-def v1_init_observation(student, d_in, d_out, seed):
-    """SelfAttention_v1's seeded nn.Parameter(torch.rand(d_in, d_out)) draws, in the order query, key, value."""
-    state = student.build("SelfAttention_v1", d_in, d_out, seed=seed).state()
-    return init_observation(state, d_in, d_out, seed)
-
-
 def wrapper_observations(student, d_in, d_out, context, heads, seed=9):
     """The wrapper's probes: how it keeps its heads, and which known way of joining the heads' outputs (reversed,
     along the tokens or the batch, stacked, the first head only) its output equals."""

@@ -1,6 +1,6 @@
 """The cohort report's view of the class as people: a row per student, who did not submit, overrides.
 
-Reads OUT/class.json (written with grades.csv; see grader.classes.class_record) as plain JSON:
+Reads OUT/class.json (written with grades.csv; see grader.cohort.class_record) as plain JSON:
 roster names and ids, LMS origins and late flags, and the final scores (overrides applied), so that
 the report, grades.csv and the LMS files show the same numbers. Without a class.json (a class graded
 by an older kit), every row is just the submission's name and its graded score.

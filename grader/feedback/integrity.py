@@ -355,7 +355,7 @@ def shared_weights(students, attribute, factor=None):
 def class_code(sources):
     """{name: code} of the class's (name, path) list (a path of None: no code), the input of the code and details
     signals. One function for both paths: a whole-class run reads its files here, and each slice of a sharded
-    class reads its own here and keeps them for `merge`, which passes them back as this dict (classes.shards)."""
+    class reads its own here and keeps them for `merge`, which passes them back as this dict (cohort.shards)."""
     if isinstance(sources, dict):
         return sources
     return {name: read_code(path) for name, path in sources or () if path is not None}

@@ -1,6 +1,6 @@
 """Grades out to learning-management systems: Canvas and Moodle gradebook imports.
 
-(Who a downloaded submission belongs to is read in `grader.classes.lms_names`.)
+(Who a downloaded submission belongs to is read in `grader.cohort.lms_names`.)
 Beside grades.csv, one row per roster student:
 
 * `canvas_grades.csv`: Canvas's gradebook import (Student, ID, SIS User ID, SIS Login ID, Section, then
@@ -16,7 +16,7 @@ Beside grades.csv, one row per roster student:
   the worksheet's "Last modified (grade)" (mod/assign/feedback/offline/locallib.php), so students without
   a submission keep what they have. Scores are scaled to the worksheet's Maximum Grade.
 
-Scores come from the final scores (overrides applied, see `grader.classes.overrides`). Files are UTF-8
+Scores come from the final scores (overrides applied, see `grader.cohort.overrides`). Files are UTF-8
 CSV, quoted where needed, every text cell through `grader.text.csv_cell`, so "Doe, Jane" and "Zoë Núñez"
 arrive intact and a name like `=HYPERLINK(...)` stays text.
 

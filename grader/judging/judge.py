@@ -51,7 +51,7 @@ def out_of_memory(error):
         "Cannot allocate memory" in message
 
 
-class Sandbox:
+class SubmissionWorker:
     """The worker of one submission: started on first use, replaced after a step kills it.
 
     A file whose loading itself hangs or crashes fails every step at once:
@@ -141,7 +141,7 @@ def grade_submission(path, name, tests, options):
     unreadable = check_readable(path)
     if unreadable:
         return zero_result(name, path, tests, unreadable)
-    sandbox = Sandbox(path, options)
+    sandbox = SubmissionWorker(path, options)
     verdicts = {}
     spent = {}  # seconds each step used in its public part
     stopped = {}  # step key -> (message, limit) of a worker that hit a limit in the step's public part

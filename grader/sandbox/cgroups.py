@@ -190,10 +190,6 @@ class Cgroup:
         fields = dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
         return int(fields.get("oom_kill", 0))
 
-    def memory_peak(self):
-        text = self._read("memory", "memory.peak", "memory.max_usage_in_bytes")
-        return int(text) if text and text.strip().isdigit() else None
-
     def kill(self, timeout=2.0):
         """SIGKILL every process in the groups; True once all are gone."""
         v2 = self.dirs.get("")

@@ -522,7 +522,7 @@ def _acquire(config):
     # Tries again in the same mode (a passing shortage: memory, pids, a slow machine), never in a weaker
     # one: what the run probed and reported holds for every submission, and no submission can make a later
     # one run with fewer protections. A worker that cannot be sealed costs its submission a regradable
-    # zero (grader.classes.bulk), never a grade taken without its sandbox.
+    # zero (grader.cohort.bulk), never a grade taken without its sandbox.
     for attempt in range(SEAL_ATTEMPTS):
         try:
             worker.wait_sealed()
@@ -647,7 +647,7 @@ class WorkerTransport:
         for attempt in range(SEAL_ATTEMPTS):
             if self._hand_over(config, load, time_limit):
                 break
-            if attempt == SEAL_ATTEMPTS - 1:  # not the student's doing: a regradable zero (grader.classes.bulk)
+            if attempt == SEAL_ATTEMPTS - 1:  # not the student's doing: a regradable zero (grader.cohort.bulk)
                 raise seal.SandboxError(f"{SEAL_ATTEMPTS} workers in a row ended before the file reached them, "
                                         "before any of its code ran")
         hello = self._receive("loading your file")

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.classes import submissions
+from grader.cohort import submissions
 from grader.check import wire
 from grader.check.loader import SubmissionError, read_chunks
 from grader.check.session import Session
 from grader.check.student import StudentError, in_process
-from grader.classes.submissions import collect
+from grader.cohort.submissions import collect
 from grader.paths import ROOT
 from grader.check.testing import expect_tensor
 from grader.chapter import TOTAL_POINTS

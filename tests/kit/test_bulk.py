@@ -11,7 +11,7 @@ import time
 import pytest
 from grader.faults.samples import synthetic_class
 
-from grader.classes import tables
+from grader.cohort import tables
 from grader.judging import results_json as results
 from grader.judging.judge import Options, grade_submission
 from grader.chapter import STEP_KEYS
@@ -122,7 +122,7 @@ def test_bad_shard_is_a_usage_error(classroom, tmp_path):
 
 
 def judged(classroom, out, suite, maxima, grade, judges, jobs):
-    from grader.classes.bulk import grade_class
+    from grader.cohort.bulk import grade_class
 
     submissions = [(path.stem, path) for path in sorted(classroom.glob("*.py"))[:8]]
     lines = io.StringIO()
@@ -173,7 +173,7 @@ def test_what_a_dead_judge_leaves_is_graded_by_the_parent(classroom, suite, maxi
 def test_judges_take_each_file_once_whoever_is_free(tmp_path):
     """The class's files wait in one queue that every judge process and thread takes from: each file is
     taken exactly once, however the takers interleave (a judge that starts late takes fewer)."""
-    from grader.classes.judges import ItemQueue
+    from grader.cohort.judges import ItemQueue
 
     items = [(f"student_{i:05d}", i) for i in range(20000)]  # beyond a pipe's default 64 KiB of indexes
     waiting = ItemQueue(items)

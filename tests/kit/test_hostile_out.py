@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from grader.classes.bulk import foreign_out
+from grader.cohort.bulk import foreign_out
 from grader.paths import ROOT
 
 OTHER = "kittest"

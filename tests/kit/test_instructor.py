@@ -16,7 +16,7 @@ import zipfile
 import pytest
 
 from grader.chapter import STEP_KEYS, TOTAL_POINTS
-from grader.classes.submissions import member_name
+from grader.cohort.submissions import member_name
 from grader.faults.bugs import BUGS
 from grader.paths import ROOT
 from grader.text import safe_name

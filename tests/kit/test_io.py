@@ -22,8 +22,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from grader.classes import progress as progress_module
-from grader.classes.bulk import LOCK_NAME, OutBusy, holding
+from grader.cohort import progress as progress_module
+from grader.cohort.bulk import LOCK_NAME, OutBusy, holding
 from grader.feedback import report
 from grader.outfiles import OutputError, write_atomic
 from grader.paths import ROOT

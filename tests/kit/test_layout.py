@@ -74,9 +74,9 @@ def test_no_import_circles_in_the_grader():
 # modules and lower layers'. The top-level modules are the lowest layer (but the result model, grader.results, read
 # by feedback and written by the judge), the command line the highest.
 LAYERS = (("grader", "grader.chapter", "grader.paths", "grader.text", "grader.outfiles", "grader.stopping",
-           "grader.markers"),
+           "grader.errors", "grader.markers"),
           ("grader.check",), ("grader.sandbox",), ("grader.results",), ("grader.feedback",), ("grader.judging",),
-          ("grader.classes",), ("grader.faults",), ("grader.build",), ("grader.integrations",),
+          ("grader.cohort",), ("grader.faults",), ("grader.build",), ("grader.integrations",),
           ("grader.cli", "grader.__main__"))
 
 
@@ -126,7 +126,7 @@ def test_the_engine_never_edits_sys_path():
 
 def test_what_only_reads_results_does_not_import_torch():
     readers = ["grader.judging.model", "grader.judging.results_json", "grader.feedback.report",
-               "grader.feedback.page", "grader.classes.tables", "grader.integrations.lms", "grader.cli",
+               "grader.feedback.page", "grader.cohort.tables", "grader.integrations.lms", "grader.cli",
                "grader.chapter", "grader.check.causes", "grader.sandbox.limits"]
     code = (f"import sys\nfor name in {readers!r}:\n    __import__(name)\n"
             "print('torch' in sys.modules)")

@@ -16,11 +16,11 @@ import zipfile
 import pytest
 
 from grader.chapter import TOTAL_POINTS
-from grader.classes import lms_names
+from grader.cohort import lms_names
 from grader.integrations import lms
 from grader.judging.model import SubmissionResult
 from grader.judging.model import TestResult as Verdict
-from grader.classes.submissions import collect
+from grader.cohort.submissions import collect
 from grader.paths import ROOT
 
 CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]

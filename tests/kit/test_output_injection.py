@@ -11,9 +11,9 @@ import pytest
 
 from grader import cli
 from grader.chapter import TOTAL_POINTS
-from grader.classes import lms_names
-from grader.classes.progress import Progress
-from grader.classes.submissions import collect
+from grader.cohort import lms_names
+from grader.cohort.progress import Progress
+from grader.cohort.submissions import collect
 from grader.judging import results_json
 from grader.judging.model import SubmissionResult
 from grader.judging.model import TestResult as Verdict

@@ -256,7 +256,7 @@ def test_check_in_a_cell_names_the_line_of_the_cell(monkeypatch):
 
 # -- what the release holds --------------------------------------------------------------------------------------
 
-ENGINE = ("grader/sandbox/", "grader/classes/", "grader/integrations/", "grader/feedback/", "grader/judging/",
+ENGINE = ("grader/sandbox/", "grader/cohort/", "grader/integrations/", "grader/feedback/", "grader/judging/",
           "grader/build/", "grader/faults/", "grader/cli.py", "grader/__main__.py")
 SHIPPED_GRADER = {"grader/__init__.py", "grader/chapter.py", "grader/paths.py", "grader/text.py", "grader/release.json"}
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from grader.check.causes import observation
-from grader.classes import judges
+from grader.cohort import judges
 from grader.feedback import integrity, page, report
 from grader.judging import results_json
 from grader.results import ResultsFormatError, SubmissionResult

@@ -19,8 +19,8 @@ import pytest
 
 from grader import cli
 from grader.chapter import STEP_KEYS, TOTAL_POINTS
-from grader.classes import class_record
-from grader.classes.overrides import Override, OverrideError, read_overrides, resolve
+from grader.cohort import class_record
+from grader.cohort.overrides import Override, OverrideError, read_overrides, resolve
 from grader.integrations import lms
 from grader.judging import results_json as results_io
 from grader.judging.model import SubmissionResult

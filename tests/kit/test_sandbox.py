@@ -6,7 +6,7 @@ import zipfile
 import pytest
 
 from grader.check.loader import SubmissionError, read_chunks
-from grader.classes.submissions import collect
+from grader.cohort.submissions import collect
 
 
 def inject(clean, function, code):

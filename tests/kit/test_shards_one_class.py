@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader.markers import clean_solution
-from grader.classes.shards import shard_from_environment
+from grader.cohort.shards import shard_from_environment
 from grader.faults.bugs import BUGS
 from grader.paths import ROOT
 from tests.kit.project import kit_project, shell_env

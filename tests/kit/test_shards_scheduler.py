@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from grader.classes.shards import shard_from_environment
+from grader.cohort.shards import shard_from_environment
 from grader.faults.samples import synthetic_class
 from grader.paths import ROOT
 from tests.kit.project import kit_project

@@ -20,9 +20,10 @@ import zipfile
 import pytest
 
 from grader.chapter import TOTAL_POINTS
-from grader.classes import lms_names
+from grader.cohort import lms_names
 from grader.check.loader import SubmissionError, read_chunks
-from grader.classes.submissions import UsageError, collect
+from grader.cohort.submissions import collect
+from grader.errors import UsageError
 from grader.feedback import class_view, report
 from grader.judging import results_json
 from grader.judging.model import zero_result

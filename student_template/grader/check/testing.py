@@ -387,8 +387,3 @@ def scalar(value, what):
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     raise AssertionError(f"{what} should be a number, but your code returned {type(value).__name__}")
-
-
-def close_enough(a, b, rel):
-    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-12)
-

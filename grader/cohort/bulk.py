@@ -1,4 +1,4 @@
-"""Grade a whole class: resumable, with progress (slices of a class: classes.shards).
+"""Grade a whole class: resumable, with progress (slices of a class: cohort.shards).
 
 Each submission's results.json is written atomically the moment it is graded,
 with a fingerprint of what was graded and with what (the file's bytes, the
@@ -25,8 +25,8 @@ from grader.text import terminal
 from grader.judging import results_json as results_io
 from grader.judging.model import SubmissionResult, zero_result
 from grader.outfiles import OutputError, write_atomic
-from grader.classes.judges import graded_in_judges, judge_count
-from grader.classes.progress import Progress
+from grader.cohort.judges import graded_in_judges, judge_count
+from grader.cohort.progress import Progress
 from grader.paths import ROOT
 
 FINGERPRINTED = ("grader/**/*.py", "tests/public/*.py", "tests/hidden/*.py")

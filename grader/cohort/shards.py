@@ -13,7 +13,7 @@ import re
 import time
 from pathlib import Path
 
-from grader.classes.bulk import fingerprint
+from grader.cohort.bulk import fingerprint
 from grader.judging import results_json as results_io
 from grader.outfiles import write_atomic
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.check.loader import MAX_NOTEBOOK_BYTES
-from grader.classes import lms_names
+from grader.cohort import lms_names
+from grader.errors import UsageError
 from grader.paths import SOLUTION
 from grader.text import clean, safe_name
 
@@ -34,10 +35,6 @@ class Collected:
     def cleanup(self):
         if self.temporary is not None:
             self.temporary.cleanup()
-
-
-class UsageError(Exception):
-    pass
 
 
 def collect(path, zip_encoding=None):

@@ -17,7 +17,7 @@ Plain JSON, read by the report (which imports nothing from here) and by `merge` 
 import json
 from pathlib import Path
 
-from grader.classes.overrides import Override, final_scores, resolve
+from grader.cohort.overrides import Override, final_scores, resolve
 from grader.outfiles import write_atomic
 
 RECORD = "class.json"
