@@ -34,8 +34,8 @@ def causal_probes(student, scores, d_k):
         pattern = pattern_outcome(got)
         # The future's scores changed: weights that move see the future (the mask has no effect); weights that
         # keep weight on the future but do not move had the hidden scores replaced by a constant (measured).
-        n = scores.shape[-1]
-        moved = scores + 3.0 * torch.triu(torch.ones(n, n), diagonal=1)
+        tokens = scores.shape[-1]
+        moved = scores + 3.0 * torch.triu(torch.ones(tokens, tokens), diagonal=1)
         future = future_scores_observation(got, student.call("causal_attention_weights", moved, d_k), scores, d_k)
         return (found + temperature + future
                 + ([observation("pattern", pattern)] if pattern else []))
