@@ -133,9 +133,9 @@ NOT_CAUGHT = {
     "manifest's bug is arguably a correct variant",
 }
 VARIANTS_LOSING_POINTS = {
-    "variants/mask_on_the_fly.py": "builds the mask inside forward (correct outputs on every device); the "
-    "structure checks demand a registered 'mask' buffer, which the docstrings do not ask for, and name "
-    "mask_not_buffer",
+    "variants/mask_on_the_fly.py": "builds the mask inside forward (correct outputs on every device), but the "
+    "exercise's docstrings ask for the chapter's registered 'mask' buffer, which the structure checks read: "
+    "named mask_not_buffer",
 }
 
 
