@@ -86,9 +86,12 @@ def _on_signal(number, frame):
 
 
 def install():
-    """Handle SIGINT, SIGTERM and SIGHUP as a clean stop (main thread only)."""
+    """Handle SIGINT, SIGTERM and SIGHUP as a clean stop (main thread only). A signal this process was started
+    ignoring stays ignored: `nohup make grade` must survive the hang-up, and a job started in the background of
+    a script ignores Ctrl-C."""
     for number in SIGNALS:
-        signal.signal(number, _on_signal)
+        if signal.getsignal(number) != signal.SIG_IGN:
+            signal.signal(number, _on_signal)
 
 
 def reset():

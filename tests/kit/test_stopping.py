@@ -148,3 +148,21 @@ def test_a_signal_delivered_twice_at_once_is_one_stop():
     done = subprocess.run([sys.executable, "-c", ECHOED], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert done.stdout.strip() == "stopped cleanly by SIGTERM exit 143"
+
+
+NOHUP = """
+import os, signal, time
+from grader import stopping
+stopping.install()
+os.kill(os.getpid(), signal.SIGHUP)
+time.sleep(0.2)
+print("still grading", stopping.requested())
+"""
+
+
+def test_a_hang_up_the_run_was_started_to_ignore_stays_ignored():
+    """`nohup make grade` starts the grader with SIGHUP ignored: logging out must not stop the class run."""
+    done = subprocess.run([sys.executable, "-c", NOHUP], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert done.stdout.strip() == "still grading False"
