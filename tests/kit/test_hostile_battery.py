@@ -138,7 +138,11 @@ BY_CHANCE = {("c9_socket_client", "root-basic", "score"), ("c9_socket_client", "
              ("k_ptys_openpty", "root-basic", "allowance"), ("k_ptys_openpty", "user-basic", "allowance"),
              ("k_ptys_ptmx", "root-basic", "allowance"), ("k_ptys_ptmx", "user-basic", "allowance"),
              # and on where a complete solution lies readable on the machine when the hunt runs
-             ("r_hunt_solution", "root-basic", "score"), ("r_hunt_solution", "user-basic", "score")}
+             ("r_hunt_solution", "root-basic", "score"), ("r_hunt_solution", "user-basic", "score"),
+             # and on whether the grading user's other pipes already hold its allowance when the probe looks
+             ("r_pipe_pages_user", "user", "allowance"), ("r_pipe_pages_user", "user-basic", "allowance"),
+             # and on whether the judge's memory is readable at the moment the attack looks (seen both ways in CI)
+             ("x_judge_memory", "user-basic", "evidence")}
 
 
 def apply_waits(request, name, mode_name, what):

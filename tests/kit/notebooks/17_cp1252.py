@@ -147,6 +147,10 @@ class CausalAttention(nn.Module):
     """Single-head causal self-attention with dropout on the attention weights.
 
     Input `(b, n, d_in)` with `n <= context_length`; output `(b, n, d_out)`.
+    The checks read the chapter's attributes: `W_query`, `W_key`, `W_value`
+    (`nn.Linear(d_in, d_out, bias=qkv_bias)`), `dropout` (`nn.Dropout`), and the
+    causal mask as a buffer named `mask` (`self.register_buffer`: it moves with
+    the module to the GPU).
     """
 
     def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
@@ -197,6 +201,9 @@ class MultiHeadAttention(nn.Module):
 
     `d_out` must be divisible by `num_heads`; each head works on
     `head_dim = d_out // num_heads` features. Output `(b, n, d_out)`.
+    The checks read the chapter's attributes: `W_query`, `W_key`, `W_value`
+    (`nn.Linear(d_in, d_out, bias=qkv_bias)`), `out_proj` (`nn.Linear(d_out, d_out)`),
+    `dropout` (`nn.Dropout`), and the causal mask as a buffer named `mask`.
     """
 
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
