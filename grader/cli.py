@@ -65,6 +65,7 @@ def grade_command(args):
         from grader.judging.judge import Options, zero_result  # imports torch: only the commands that grade pay for it
 
         tests = discover(kinds=("public",) if args.public_only else ("public", "hidden"))
+        stopping.check()  # a stop that came during the imports above was kept for now (grader.stopping)
         maxima = max_points(tests)
         options = Options(args.device, Limits(args.time_limit, args.memory_limit, args.submission_time_limit))
         grade = grading_engine(args.engine)
@@ -177,6 +178,7 @@ def merge_command(args):
             write_atomic(target, path.read_text(encoding="utf-8"))
     graded = [result for _, result in found.values()]
     maxima = max_points(discover())
+    stopping.check()  # a stop that came during the imports above was kept for now (grader.stopping)
     record = class_record.read_record(out)
     slices = [class_record.read_record(folder) for folder in args.shards]  # one class: its source and LMS origins
     record["source"] = next((kept["source"] for kept in slices if kept.get("source")), record.get("source"))
@@ -445,6 +447,7 @@ def regrade_command(args):
         if digest:  # the file the kept overrides now stand for
             record["override_files"][name] = digest
         tests = discover(kinds=("public",) if args.public_only else ("public", "hidden"))
+        stopping.check()  # a stop that came during the imports above was kept for now (grader.stopping)
         maxima = max_points(tests)
         options = Options(args.device, Limits(args.time_limit, args.memory_limit, args.submission_time_limit))
         started = time.monotonic()

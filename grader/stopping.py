@@ -75,6 +75,17 @@ def after_death(signal_number):
     check()
 
 
+def _importing(frame):
+    """Whether the main thread is inside an import. An exception raised there can leave an extension module
+    half-initialised, and importing it again then fails with an error of its own that hides the stop (numpy:
+    "CPU dispatcher tracer already initialized", seen when SIGTERM came while the grader imported torch)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _on_signal(number, frame):
     if _requested.is_set():
         if time.monotonic() - _Received.at < ECHO_SECONDS:
@@ -82,6 +93,8 @@ def _on_signal(number, frame):
         os._exit(128 + number)  # a second signal: the user insists
     _Received.number, _Received.at = number, time.monotonic()
     _requested.set()
+    if _importing(frame):
+        return  # the stop is kept; the command's next `check()` (after its imports) raises it
     raise Stopped(number)
 
 

@@ -175,3 +175,31 @@ def test_a_hang_up_the_run_was_started_to_ignore_stays_ignored():
                           preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert done.stdout.strip() == "still grading False"
+
+
+IMPORTING = """
+import os, signal, sys, tempfile
+from pathlib import Path
+from grader import stopping
+stopping.install()
+folder = tempfile.mkdtemp()
+# a module whose import is under way when the signal comes (as torch's was, imported by `grade` after install)
+Path(folder, "slow_module.py").write_text("import os, signal\\nos.kill(os.getpid(), signal.SIGTERM)\\nDONE = True\\n")
+sys.path.insert(0, folder)
+import slow_module
+print("imported", slow_module.DONE, stopping.requested())
+try:
+    stopping.check()
+except stopping.Stopped as stop:
+    print("stopped after the import", stop.exit_code)
+"""
+
+
+def test_a_stop_during_an_import_waits_for_the_import_to_finish():
+    """Before: SIGTERM while `grade` imported torch raised inside numpy's extension module, whose second
+    import then failed with "CPU dispatcher tracer already initlized": a traceback and exit 1 instead of a
+    clean stop (seen once in CI). Now the stop is kept and raised by the command's next check."""
+    done = subprocess.run([sys.executable, "-c", IMPORTING], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          preexec_fn=as_typed)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert done.stdout.split("\n")[:2] == ["imported True True", "stopped after the import 143"]
