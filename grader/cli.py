@@ -12,6 +12,7 @@ line how far it got, and exits 128 + the signal's number (`grader.stopping`).
 import argparse
 import contextlib
 import gc
+import logging
 import os
 import re
 import sys
@@ -634,7 +635,48 @@ def overrides_argument(text):
         raise argparse.ArgumentTypeError(f"cannot use {text} as overrides: {error}") from None
 
 
+LABELS = {logging.DEBUG: "debug", logging.INFO: "note", logging.WARNING: "warning", logging.ERROR: "error",
+          logging.CRITICAL: "error"}
+
+
+class Labelled(logging.Formatter):
+    """A diagnostic as the grader has always said it: "note: ..." (info), "warning: ...", "error: ..."."""
+
+    def format(self, record):
+        return f"{LABELS.get(record.levelno, record.levelname.lower())}: {super().format(record)}"
+
+
+class StderrHandler(logging.StreamHandler):
+    """Writes to sys.stderr as it is at each message: a caller (a test, an embedding tool) may have replaced it."""
+
+    def __init__(self):
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _):
+        pass
+
+
+def configure_logging():
+    """The one logging configuration: the `grader` loggers' diagnostics on stderr, one labelled line each.
+    GRADER_LOG=debug|info|warning|error sets the least level shown (default info: notes too). Idempotent,
+    since tests call main() many times in one process."""
+    logger = logging.getLogger("grader")
+    for old in [handler for handler in logger.handlers if isinstance(handler, StderrHandler)]:
+        logger.removeHandler(old)
+    handler = StderrHandler()
+    handler.setFormatter(Labelled("%(message)s"))
+    logger.addHandler(handler)
+    level = os.environ.get("GRADER_LOG", "info").upper()
+    logger.setLevel(level if level in ("DEBUG", "INFO", "WARNING", "ERROR") else logging.INFO)
+
+
 def main(argv=None):
+    configure_logging()
     parser = Parser(prog="python -m grader", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     grade = commands.add_parser("grade", help="grade a .py, .ipynb, folder or .zip of submissions")
