@@ -4,6 +4,7 @@ A dozen realistic submissions: correct files, typical bugs, the untouched
 stub, notebooks, partial work and a file that does not parse.
 """
 
+from grader.chapter import STEP_KEYS
 from grader.faults.bugs import BUGS
 from grader.faults.variants import VARIANTS
 
@@ -26,7 +27,7 @@ def with_stubs(source, stub, code_sections, keys):
 
 def sample_class(clean, stub, code_sections, notebook):
     unfinished = with_stubs(mutate(clean, "masking_hides_diagonal"), stub, code_sections,
-                            ("mha_wrapper", "multihead_attention"))
+                            STEP_KEYS[-2:])  # the chapter's last two steps not done yet
     broken = clean.replace("def context_vectors(attn_weights, values):",
                            "def context_vectors(attn_weights, values)", 1)
     return {

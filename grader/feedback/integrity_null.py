@@ -19,12 +19,10 @@ import random
 import sys
 from pathlib import Path
 
+from grader.chapter import STEPS
 from grader.feedback import integrity
 
-SLOTS = ("init_qkv_weights", "project", "attention_scores", "scaled_attention_weights", "context_vectors",
-         "dot_product_variance", "SelfAttention_v1", "SelfAttention_v2", "causal_mask", "mask_and_renormalize",
-         "causal_attention_weights", "attention_dropout", "CausalAttention", "MultiHeadAttentionWrapper",
-         "MultiHeadAttention")  # the chapter's functions (grader.chapter's steps), one slot each
+SLOTS = tuple(name for step in STEPS for name in step.names)  # the chapter's functions and classes, one slot each
 HEADER = "import math\nimport torch\nfrom torch import nn\nimport torch.nn.functional as F\n"
 TAIL = 0.05  # the share of the highest honest scores the tail is fitted to
 
