@@ -107,8 +107,31 @@ def _cell(kind, source, cell_id, **metadata):
     return cell
 
 
-def notebook(sections, chapter_text=None):
-    """The chapter notebook: narrative from chapter.md, code from `sections`."""
+# A demo cell that calls a step's code runs inside this guard in the stub notebook: a stub's NotImplementedError
+# would end Jupyter's "Run All" there (the kernel aborts the queue after an error), before the student reaches the
+# later steps' cells and checks. Caught, it prints the stub's one line ("demo skipped: masking: causal_mask is not
+# implemented yet"); the student's own errors still stop it, with their traceback.
+DEMO_GUARD = ("try:  # runs once the steps it calls are implemented\n{body}\n"
+              "except NotImplementedError as stub:  # a stub above: this demo waits for its step\n"
+              '    print(f"demo skipped: {{stub}}")')
+
+
+def calls_a_step(code):
+    """Whether a demo cell uses a name some step defines (and so meets its stub in the student's notebook)."""
+    return any(re.search(rf"\b{name}\b", code) for step in BY_KEY.values() for name in step.names)
+
+
+def guarded_demo(code):
+    """The demo `code` inside DEMO_GUARD, when it calls a step; as it is otherwise."""
+    if not calls_a_step(code):
+        return code
+    body = "\n".join(f"    {line}" if line.strip() else "" for line in code.splitlines())
+    return DEMO_GUARD.format(body=body)
+
+
+def notebook(sections, chapter_text=None, guard_demos=False):
+    """The chapter notebook: narrative from chapter.md, code from `sections`. With `guard_demos` (the stub
+    notebook the students get), each demo cell that calls a step is guarded: see DEMO_GUARD."""
     chapter_text = CHAPTER.read_text() if chapter_text is None else chapter_text
     cells, markdown, fence, counts = [], [], None, {}
 
@@ -125,7 +148,8 @@ def notebook(sections, chapter_text=None):
     for line in chapter_text.splitlines(keepends=True):
         if fence is not None:
             if line.strip() == "```":
-                cells.append(_cell("code", "".join(fence).strip("\n"), new_id("demo")))
+                demo = "".join(fence).strip("\n")
+                cells.append(_cell("code", guarded_demo(demo) if guard_demos else demo, new_id("demo")))
                 fence = None
             else:
                 fence.append(line)
@@ -236,7 +260,7 @@ def generated_files():
     """{relative path: text} of everything `make student` writes."""
     solution_text = SOLUTION.read_text()
     exercise = exercise_module(solution_text)
-    stub_notebook = notebook(code_sections(exercise))
+    stub_notebook = notebook(code_sections(exercise), guard_demos=True)
     files = {"exercises/attention.py": exercise, "exercises/attention.ipynb": stub_notebook}
     files.update((f"student_template/{name}", text) for name, text in release_files(exercise, stub_notebook).items())
     for name, text in _sample_class(clean_solution(solution_text)).items():
