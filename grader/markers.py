@@ -27,7 +27,7 @@ class Region:
     step: str  # the step whose code holds it
 
 
-def regions(text, filename="solutions/attention.py"):
+def regions(text: str, filename: str = "solutions/attention.py") -> list[Region]:
     """The solution regions of `text`, in order; MarkerError on any malformed marker."""
     found, opened, step = [], None, "setup"
     for index, line in enumerate(text.splitlines()):
@@ -58,7 +58,7 @@ def regions(text, filename="solutions/attention.py"):
     return found
 
 
-def clean_solution(solution_text=None):
+def clean_solution(solution_text: str | None = None) -> str:
     """The solution without markers and TODOs: what a student who finished would have."""
     solution_text = SOLUTION.read_text() if solution_text is None else solution_text
     regions(solution_text)

@@ -14,7 +14,7 @@ class OutputError(Exception):
     """A file of OUT could not be written (disk full, read-only, no permission): what and where."""
 
 
-def write_atomic(path, text):
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write a file so that readers see the old or the new content, never half of it."""
     path = Path(path)
     try:
