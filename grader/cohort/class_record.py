@@ -15,15 +15,19 @@ Plain JSON, read by the report (which imports nothing from here) and by `merge` 
 """
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from grader.cohort.overrides import Override, final_scores, resolve
 from grader.outfiles import write_atomic
+from grader.results import SubmissionResult
 
 RECORD = "class.json"
+Record = dict[str, Any]  # class.json as read: plain JSON
 
 
-def read_record(out):
+def read_record(out: str | Path) -> Record:
     """OUT's class record, or {} when there is none (an OUT from an older kit, or a single file)."""
     path = Path(out) / RECORD
     try:
@@ -33,24 +37,24 @@ def read_record(out):
     return data if isinstance(data, dict) else {}
 
 
-def write_record(out, record):
+def write_record(out: str | Path, record: Record) -> None:
     write_atomic(Path(out) / RECORD, json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
 
 
-def is_class_out(out):
+def is_class_out(out: str | Path) -> bool:
     """True when OUT holds a graded class (its results/ folder or class record)."""
     out = Path(out)
     return (out / RECORD).is_file() or (out / "results").is_dir()
 
 
-def overrides_of(record):
+def overrides_of(record: Record) -> list[Override]:
     return [Override(**item) for item in record.get("overrides") or []]
 
 
-def aliases_of(record):
+def aliases_of(record: Record) -> dict[str, str | None]:
     """{roster identifier or name: submission} for overrides that name a student rather than a file; None
     for a name or identifier that several students share (never the first one's, in silence)."""
-    aliases = {}
+    aliases: dict[str, str | None] = {}
     for student in record.get("students") or []:
         if student.get("submission"):
             for key, value in student.items():
@@ -60,14 +64,14 @@ def aliases_of(record):
     return aliases
 
 
-def absent_of(record):
+def absent_of(record: Record) -> set[str]:
     """The roster identifiers and names of the students without a submission (an override cannot apply)."""
     return {value for student in record.get("students") or [] if not student.get("submission")
             for key, value in student.items()
             if key not in ("submission", "late", "section", "group") and isinstance(value, str) and value}
 
 
-def late_of(name, record):
+def late_of(name: str, record: Record) -> bool | None:
     """True or False when the LMS download or the roster says whether `name` was late, else None."""
     origin = (record.get("origins") or {}).get(name) or {}
     if origin.get("late") is not None:
@@ -78,7 +82,7 @@ def late_of(name, record):
     return None
 
 
-def finals(results, record):
+def finals(results: Iterable[SubmissionResult], record: Record) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """({submission: final scores}, notes): every result with its overrides applied and its late flag."""
     found, notes = resolve(overrides_of(record), [result.name for result in results], aliases_of(record),
                            absent_of(record))

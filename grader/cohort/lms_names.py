@@ -27,6 +27,7 @@ the report and the LMS gradebook files find the right student. Every name goes t
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from grader.text import clean, safe_name
 
@@ -49,7 +50,7 @@ class Origin:
     late: object = None  # True or False where the download says, None where it does not
     original: str = ""  # the file name the student uploaded
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -62,25 +63,25 @@ class CanvasFile:
     late: bool
 
     @property
-    def name(self):
+    def name(self) -> str:
         """The submission's name in grades.csv; its `_USERID` end finds the roster row."""
         return safe_name(f"{self.student}_{self.user_id}")
 
-    def origin(self):
+    def origin(self) -> Origin:
         return Origin("canvas", self.user_id, clean(self.student), self.late, clean(self.original))
 
 
 CANVAS_TAIL = re.compile(r"(?P<late>_late)?_(?P<user_id>\d+)_(?P<submission_id>\d+)_(?P<original>.+)$", re.IGNORECASE)
 
 
-def parse_canvas_name(filename):
+def parse_canvas_name(filename: str) -> CanvasFile | None:
     """A Canvas bulk-download file name, parsed (its first reading, see `canvas_readings`); None for any
     other name."""
     readings = canvas_readings(filename)
     return readings[0] if readings else None
 
 
-def canvas_readings(filename):
+def canvas_readings(filename: str) -> list[CanvasFile]:
     """Every way a Canvas file name can be read, the usual one (the shortest name part) first. There can be
     several: the name part keeps word characters, so a student's (or a group's) name may itself hold
     `_<digits>_<digits>`, and so may the uploaded file's name."""
@@ -89,7 +90,7 @@ def canvas_readings(filename):
     if match:
         return [CanvasFile("anon", match["anonymous_id"], match["submission_id"], match["original"],
                            bool(match["late"]))]
-    readings = []
+    readings: list[CanvasFile] = []
     for start in range(1, len(name)):
         match = CANVAS_TAIL.match(name, start) if name[start] == "_" else None
         if match and not (match["late"] is None and name[:start].lower().endswith("_late") and readings
@@ -99,7 +100,7 @@ def canvas_readings(filename):
     return readings
 
 
-def resolve_canvas(filenames):
+def resolve_canvas(filenames: list[str]) -> dict[str, CanvasFile]:
     """{file name: CanvasFile} for the files of one Canvas download, each read the way that fits the others.
 
     All files of one student carry the same name part, so one user id under two name parts is a clash: a
@@ -127,18 +128,18 @@ def resolve_canvas(filenames):
 
 
 def _claims(chosen):
-    claims = {}
+    claims: dict[str, set[str]] = {}
     for reading in chosen.values():
         claims.setdefault(reading.user_id, set()).add(reading.student)
     return claims
 
 
-def canvas_clashes(chosen):
+def canvas_clashes(chosen: dict[str, CanvasFile]) -> dict[str, set[str]]:
     """{user id: name parts} of the ids that files read as `chosen` claim under more than one name part."""
     return {key: students for key, students in _claims(chosen).items() if len(students) > 1}
 
 
-def canvas_online_entry(filename):
+def canvas_online_entry(filename: str) -> bool:
     """True for a Canvas online text or URL entry (`..._text.html`, `..._link.html`): not code."""
     return bool(CANVAS_ONLINE.match(Path(filename).name))
 
@@ -151,26 +152,26 @@ class MoodleEntry:
     original: str = ""  # the uploaded file's name, for a flat download
 
     @property
-    def name(self):
+    def name(self) -> str:
         return safe_name(f"{self.student}_{self.participant_id}")
 
-    def origin(self, original=""):
+    def origin(self, original: str = "") -> Origin:
         return Origin("moodle", self.participant_id, clean(self.student), None, clean(original or self.original))
 
 
-def parse_moodle_folder(name):
+def parse_moodle_folder(name: str) -> MoodleEntry | None:
     """A Moodle per-student folder name (`Jane Doe_123456_assignsubmission_file`), parsed; else None."""
     match = MOODLE_FOLDER.match(Path(name).name)
     return MoodleEntry(match["who"], match["id"], match["plugin"]) if match else None
 
 
-def parse_moodle_file(name):
+def parse_moodle_file(name: str) -> MoodleEntry | None:
     """A flat Moodle download file name (`Jane Doe_123456_assignsubmission_file_attention.py`); else None."""
     match = MOODLE_FILE.match(Path(name).name)
     return MoodleEntry(match["who"], match["id"], match["plugin"], match["original"]) if match else None
 
 
-def gradescope_submitters(metadata_path):
+def gradescope_submitters(metadata_path: str | Path) -> dict[str, list[dict[str, str]]]:
     """{submission folder: [{"name", "sid", "email"}...]} from a Gradescope export's metadata."""
     import yaml  # only exports need it (requirements-publish.txt)
 
@@ -184,11 +185,11 @@ def gradescope_submitters(metadata_path):
     return folders
 
 
-def gradescope_name(submitters):
+def gradescope_name(submitters: list[dict[str, str]]) -> str:
     """A submission's name from its submitters: each one's SID (else email, else name), joined by '+'."""
     return "+".join(safe_name(person["sid"] or person["email"] or person["name"]) for person in submitters)
 
 
-def gradescope_origin(submitters):
+def gradescope_origin(submitters: list[dict[str, str]]) -> Origin:
     return Origin("gradescope", gradescope_name(submitters),
                   clean(" + ".join(person["name"] or person["email"] or person["sid"] for person in submitters)))

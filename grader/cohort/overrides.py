@@ -22,10 +22,13 @@ import csv
 import difflib
 import hashlib
 import io
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from grader.chapter import BY_KEY, STEP_KEYS, TOTAL_POINTS
+from grader.results import SubmissionResult
 from grader.text import clean
 
 TOTAL = "total"
@@ -41,14 +44,14 @@ class Override:
     reason: str
     where: str = ""  # "overrides.csv, line 3": where the instructor wrote it (for messages)
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def describe(self):
+    def describe(self) -> str:
         return f"{self.step} set to {self.points:g} ({self.reason})"
 
 
-def read_overrides(path):
+def read_overrides(path: str | Path) -> list[Override]:
     """The overrides in a CSV file; ValueError naming the line of the first bad row."""
     text = Path(path).read_text(encoding="utf-8-sig")
     rows = list(csv.reader(io.StringIO(text)))
@@ -94,7 +97,8 @@ def _parse(cell, where, short):
     return Override(clean(cell["student"]), step, points, clean(cell["reason"], limit=500), short)
 
 
-def resolve(overrides, names, aliases=None, absent=()):
+def resolve(overrides: Iterable[Override], names: Collection[str], aliases: Mapping[str, str | None] | None = None,
+            absent: Iterable[str] = ()) -> tuple[dict[str, list[Override]], list[str]]:
     """({submission name: [Override]}, notes): each override's student found among `names` (exactly,
     then ignoring case), then among `aliases` ({roster identifier or name: submission name, or None when
     it names several}). OverrideError listing every override that cannot apply: its student is no
@@ -104,7 +108,9 @@ def resolve(overrides, names, aliases=None, absent=()):
     spelt = {key.casefold(): key for key in aliases or {}}  # for messages
     aliases = {key.casefold(): value for key, value in (aliases or {}).items()}
     absent = {key.casefold() for key in absent if key}
-    found, notes, problems = {}, [], []
+    found: dict[str, list[Override]] = {}
+    notes: list[str] = []
+    problems: list[str] = []
     for override in overrides:
         wanted = override.student.casefold()
         name = override.student if override.student in names else by_fold.get(wanted)
@@ -145,13 +151,13 @@ def _unknown(student, names, aliases, absent, spelt):
             "grades.csv, or by a roster identifier)")
 
 
-def source_digest(path):
+def source_digest(path: str | Path) -> str:
     """The digest of the file a student's overrides were given for (OUT/class.json `override_files`): a
     later run that grades other bytes for that student asks before applying them again."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:32]
 
 
-def final_scores(result, overrides=()):
+def final_scores(result: SubmissionResult, overrides: Iterable[Override] = ()) -> dict[str, Any]:
     """{"steps": {key: points}, "total": points, "overrides": [dicts]} for a SubmissionResult."""
     steps = result.step_scores()
     total_override = None

@@ -10,22 +10,23 @@ import sys
 import threading
 import time
 import unicodedata
+from typing import TextIO
 
 
-def clock(seconds):
+def clock(seconds: float) -> str:
     seconds = int(round(seconds))
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
         f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def columns_of(char):
+def columns_of(char: str) -> int:
     """Terminal columns a character takes: 2 for wide East Asian ones, 0 for combining marks."""
     if unicodedata.combining(char):
         return 0
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
 
 
-def fit(text, width):
+def fit(text: str, width: int) -> str:
     """`text` cut to `width` terminal columns, ending with '…' when it was cut."""
     if sum(map(columns_of, text)) <= width:
         return text
@@ -38,7 +39,7 @@ def fit(text, width):
     return "".join(kept) + "…"
 
 
-def terminal_width(stream, fallback=80):
+def terminal_width(stream: TextIO, fallback: int = 80) -> int:
     """Columns of the terminal behind `stream` (read at each redraw: terminals get resized)."""
     try:
         return os.get_terminal_size(stream.fileno()).columns or fallback
@@ -47,7 +48,7 @@ def terminal_width(stream, fallback=80):
 
 
 class Progress:
-    def __init__(self, total, skipped=0, stream=None, width=28):
+    def __init__(self, total: int, skipped: int = 0, stream: TextIO | None = None, width: int = 28) -> None:
         self.stream = stream or sys.stderr
         self.total, self.done, self.skipped = total, skipped, skipped
         self.width = width
@@ -68,13 +69,13 @@ class Progress:
             self.stream.write(text + "\n")
         self.stream.flush()
 
-    def eta(self):
+    def eta(self) -> float | None:
         graded = self.done - self.skipped
         if graded <= 0:
             return None
         return (time.monotonic() - self.started) / graded * (self.total - self.done)
 
-    def advance(self, name, score, maximum, seconds, note=""):
+    def advance(self, name: str, score: float, maximum: float, seconds: float, note: str = "") -> None:
         with self.lock:
             self.done += 1
             eta = self.eta()
@@ -91,7 +92,7 @@ class Progress:
                 self._line(f"[{self.done}/{self.total}] graded {name}: {score:g}/{maximum:g} in {seconds:.1f}s, "
                            f"{left}" + (f" ({note})" if note else ""))
 
-    def finish(self):
+    def finish(self) -> None:
         if self.terminal:
             self.stream.write("\n")
             self.stream.flush()

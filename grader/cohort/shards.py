@@ -11,17 +11,21 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from grader.cohort.bulk import fingerprint
 from grader.judging import results_json as results_io
 from grader.outfiles import write_atomic
+from grader.results import SubmissionResult
 
 MANIFEST = "shard.json"
 CODE = "code.json"
+Submission = TypeVar("Submission", bound=tuple)  # (name, path...) of one student
 
 
-def parse_shard(text):
+def parse_shard(text: str | None) -> tuple[int, int]:
     """'2/4' -> (2, 4): the second of four slices, counted from 1."""
     match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
     if not match or not 1 <= int(match[1]) <= int(match[2]):
@@ -29,7 +33,7 @@ def parse_shard(text):
     return int(match[1]), int(match[2])
 
 
-def shard_from_environment(env):
+def shard_from_environment(env: Mapping[str, str]) -> tuple[tuple[int, int], str] | None:
     """((i, N), where) from a scheduler's environment when SHARD is not given, else None.
 
     The number of slices is always given explicitly, as SHARD_COUNT: a scheduler's own counts cannot be
@@ -71,7 +75,7 @@ def _integer(env, key):
         raise ValueError(f"{key}={env[key]!r} is not a whole number") from None
 
 
-def shard(submissions, index, count):
+def shard(submissions: Sequence[Submission], index: int, count: int) -> list[Submission]:
     """The index-th of `count` slices, by name order, dealt round-robin so slices are balanced."""
     ordered = sorted(submissions, key=lambda item: item[0])
     return ordered[index - 1::count]
@@ -81,7 +85,8 @@ def _digest(value):
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def write_slice(out, index, count, submissions, settings, source, code):
+def write_slice(out: str | Path, index: int, count: int, submissions: Sequence[tuple[str, Path | None]],
+                settings: dict[str, Any], source: object, code: Mapping[str, str]) -> None:
     """OUT/code.json and OUT/shard.json of slice index/count, before it grades. `submissions` are the
     (name, path) of the WHOLE class, `code` {name: code} of this slice's (integrity.class_code), `source`
     what the class was graded from (for the rerun commands). The class's digest covers every name, each
@@ -101,7 +106,7 @@ def _result_name(name):
     return isinstance(name, str) and name and Path(name).name == name and not name.startswith(".") and "\0" not in name
 
 
-def read_manifest(folder):
+def read_manifest(folder: str | Path) -> dict[str, Any]:
     """{"shard": i, "of": N, "submissions": [names], "class": {...}} of a slice's OUT folder; ValueError saying
     what is wrong."""
     manifest = Path(folder) / MANIFEST
@@ -130,7 +135,8 @@ def read_manifest(folder):
     return info
 
 
-def read_shards(folders):
+def read_shards(folders: Sequence[str | Path]) -> tuple[dict[str, tuple[Path, SubmissionResult]], dict[str, str],
+                                                        list[str], list[str]]:
     """Read the slices' OUT folders as one class: (results {name: (path, result)}, code {name: code},
     problems, reruns). Slices are joined only when they were all cut from the same class, with the same
     settings, into the same N, and every one of their results is of that class's file. Otherwise `problems`
@@ -147,7 +153,8 @@ def read_shards(folders):
         raise ValueError(f"none of {', '.join(map(str, folders))} is the OUT folder of a `make grade SHARD=i/N` run")
     newest = max(slices, key=lambda item: item[1]["class"]["cut_ns"])[1]
     count, cut = newest["of"], newest["class"]
-    ours, stale = {}, {}  # slice index -> folder
+    ours: dict[int, Any] = {}  # slice index -> folder
+    stale: dict[int, Any] = {}
     for folder, info in slices:
         other = info["class"]
         if info["of"] == count and other["digest"] == cut["digest"]:
@@ -205,7 +212,7 @@ def read_shards(folders):
     return results, code, problems, _reruns(rerun, count, cut["source"], ours, stale)
 
 
-def results_io_path(folder, name):
+def results_io_path(folder: str | Path, name: str) -> Path:
     return Path(folder) / "results" / f"{name}.json"
 
 

@@ -9,6 +9,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from grader.check.loader import MAX_NOTEBOOK_BYTES
 from grader.cohort import lms_names
@@ -25,19 +26,21 @@ MAX_ZIP_MEMBERS = 20_000
 
 @dataclass
 class Collected:
-    submissions: list = field(default_factory=list)  # (name, Path)
-    problems: list = field(default_factory=list)  # files that were not graded, and why
-    rejected: list = field(default_factory=list)  # (name, message): a student whose only file cannot be graded
-    origins: dict = field(default_factory=dict)  # submission name -> lms_names.Origin (LMS downloads only)
-    temporary: object = None
-    unpacked_not: dict = field(default_factory=dict)  # zip member's Path -> why it could not be unpacked
+    submissions: list[tuple[str, Path]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # files that were not graded, and why
+    # (name, message): a student whose only file cannot be graded
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+    # submission name -> its LMS origin (LMS downloads only; keyed by path while collecting)
+    origins: dict[Any, lms_names.Origin] = field(default_factory=dict)
+    temporary: tempfile.TemporaryDirectory | None = None
+    unpacked_not: dict[Path, str] = field(default_factory=dict)  # zip member's Path -> why it could not be unpacked
 
-    def cleanup(self):
+    def cleanup(self) -> None:
         if self.temporary is not None:
             self.temporary.cleanup()
 
 
-def collect(path, zip_encoding=None):
+def collect(path: str | Path, zip_encoding: str | None = None) -> Collected:
     """Submissions under `path`: a file, a folder or a zip of a class, read by its structure (see
     `_collect_folder`) whatever folders wrap it.
 
@@ -56,7 +59,7 @@ def collect(path, zip_encoding=None):
     by_path = collected.origins  # filled by path while collecting; keyed by final name from here on
     collected.origins = {name: by_path[path] for name, path in collected.submissions if path in by_path}
     graded = {name for name, _ in collected.submissions}
-    rejected = {}
+    rejected: dict[str, str] = {}
     for name, why in collected.rejected:
         if name not in graded:
             rejected.setdefault(name, why)
@@ -88,7 +91,7 @@ def _named_apart(entries, problems):
     `alice_smith` and `alice_smith-2`, in the order they were found. Names are
     compared without case: `Alice` and `alice` would be one results file where the
     file system folds case (macOS, Windows)."""
-    groups = {}
+    groups: dict[str, list[str]] = {}
     for name, path in entries:
         groups.setdefault(name.casefold(), []).append(path.suffix)
     seen, named = set(), []
@@ -118,7 +121,8 @@ class _Tree:
     zip count too: they still say whose folder is whose."""
 
     def __init__(self, files):
-        self.direct, self.folders = {}, {}
+        self.direct: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+        self.folders: dict[tuple[str, ...], set[str]] = {}
         for parts in files:
             for depth in range(len(parts) - 1):
                 self.folders.setdefault(parts[:depth], set()).add(parts[depth])
@@ -138,7 +142,7 @@ class _Tree:
 def _code_files(top, collected):
     """The code files under `top` (not hidden, not links, not in `__MACOSX`-like folders) and the zip
     members that could not be unpacked, as tuples of names below `top`."""
-    found = set()
+    found: set[tuple[str, ...]] = set()
     for folder, folders, files in os.walk(top):
         folders[:] = [name for name in folders if not name.startswith((".", "__"))
                       and not os.path.islink(os.path.join(folder, name))]
@@ -192,7 +196,7 @@ def _class_root(tree, top):
 
     if metadata(()) or tree.files(()) or len(tree.subfolders(())) != 1:
         return ()
-    end = (tree.subfolders(())[0],)
+    end: tuple[str, ...] = (tree.subfolders(())[0],)
     while not metadata(end) and not tree.files(end) and len(tree.subfolders(end)) == 1:
         end += (tree.subfolders(end)[0],)
     return end if _holds_a_class(tree, top, end) else end[:-1]
@@ -246,7 +250,7 @@ def _student(tree, top, prefix, name, collected, label):
     if not subfolders and not apart:
         _choose(top, files, name, collected, label)
         return
-    units = []  # (name, its files, or the folder to read as a student)
+    units: list[tuple[str, Any, Any]] = []  # (name, its files, or the folder to read as a student)
     if apart:
         units += [(f"{name}-{safe_name(Path(parts[-1]).stem)}", [parts], None) for parts in files]
     elif files:
@@ -333,7 +337,8 @@ def _name_by_lms(folder, collected):
         collected.problems.append(f"Canvas user id {key} is claimed by files of {len(students)} names "
                                   f"({', '.join(sorted(clean(name) for name in students))}): each is graded on "
                                   "its own; check whose they are before uploading grades")
-    files = {}  # the student (LMS id and name) -> their files (an upload of several files, or resubmitted names)
+    # the student (LMS id and name) -> their files (an upload of several files, or resubmitted names)
+    files: dict[tuple[str, str], list[Any]] = {}
     for path, (_, name, origin) in parsed.items():
         files.setdefault((origin.key, origin.student), []).append((name, origin, path))
     named = []
@@ -389,7 +394,7 @@ UTF8_FLAG = 0x800  # general purpose bit 11: the name is UTF-8
 UNICODE_PATH_EXTRA = 0x7075  # Info-ZIP's field: a UTF-8 copy of the name, with the CRC of the one it replaces
 
 
-def member_name(info, encoding=DEFAULT_ZIP_ENCODING):
+def member_name(info: zipfile.ZipInfo, encoding: str = DEFAULT_ZIP_ENCODING) -> tuple[str, bool]:
     """(name, guessed) for a zip member: its name decoded the way its writer meant.
 
     Flagged UTF-8: as is. Otherwise Info-ZIP's Unicode Path field when present and current; else the raw
@@ -505,11 +510,12 @@ def _extract(archive, folder, collected, encoding=DEFAULT_ZIP_ENCODING):
 def _without_duplicates(archive, members, encoding, problems):
     """The members, each path once: a path held twice by the same file (same size and CRC) is unpacked
     once and said; a path held by different files refuses the zip, naming each path (UsageError)."""
-    by_path = {}
+    by_path: dict[tuple[str, ...], list[zipfile.ZipInfo]] = {}
     for info in members:
         if not info.is_dir():
             by_path.setdefault(Path(_member_path(info, encoding)[0]).parts, []).append(info)
-    refused, skipped = [], set()
+    refused: list[str] = []
+    skipped: set[int] = set()
     for parts, infos in by_path.items():
         if len(infos) < 2:
             continue

@@ -7,9 +7,14 @@ gains a `late` column when the class came from an LMS download that says who was
 
 import csv
 import io
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from grader.chapter import STEP_KEYS
+from grader.results import SubmissionResult
 from grader.text import csv_row, terminal
+
+Final = Mapping[str, dict[str, Any]]  # class_record.finals: {submission: {steps, total, overrides, late}}
 
 
 def _scores(result, final):
@@ -29,7 +34,7 @@ def _overrides(entry):
                      for item in (entry or {}).get("overrides") or [])
 
 
-def grades_csv(results, final=None):
+def grades_csv(results: Iterable[SubmissionResult], final: Final | None = None) -> str:
     """One row per submission: a column per step, then the total (and late, override where they apply)."""
     final = final or {}
     with_late = any(entry.get("late") is not None for entry in final.values())
@@ -46,7 +51,7 @@ def grades_csv(results, final=None):
     return buffer.getvalue()
 
 
-def score_table(results, maxima, final=None):
+def score_table(results: Iterable[SubmissionResult], maxima: Mapping[str, float], final: Final | None = None) -> str:
     """A fixed-width table of per-step scores for the terminal (final scores, marked * where overridden)."""
     final = final or {}
     headers = ["submission", *STEP_KEYS, "total"]
