@@ -1,0 +1,135 @@
+"""The second held-out learner set (tests/kit/learners_heldout2/: 45 bugs, 15 correct variants, written on
+2026-11-26 by a writer who read only the student stub, solutions/ and the public record of learners' mistakes,
+never the grader; manifest.json gives each file's step, the steps it propagates to, and the mistake).
+
+Nothing in the kit was changed after this set was measured: its figures are the kit's calibration on material
+it was not tuned on (first measurement, 16:20 UTC: caught 45/45, confined 45/45, a cause named for 38/45, none
+wrong; 15/15 variants keep full marks, none told a cause). Asserted, as for the first held-out set:
+  * every correct variant keeps full marks and is told no cause;
+  * every bug loses points in its step, and in no step but its own and those it propagates to;
+  * no cause is named (as the step's most likely cause or in a check's message) that is not the learner's
+    mistake: RIGHT_CAUSES was judged by reading each manifest entry against the cause's title.
+"""
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from grader.check.causes import CAUSES
+from grader.feedback.diagnosis import diagnose
+from grader.judging.judge import Options, grade_submission
+
+HELDOUT = Path(__file__).parent / "learners_heldout2"
+MANIFEST = {entry["file"]: entry for entry in json.loads((HELDOUT / "manifest.json").read_text(encoding="utf-8"))}
+BUGS = {name: entry for name, entry in MANIFEST.items() if entry["kind"] == "bug"}
+VARIANTS = {name: entry for name, entry in MANIFEST.items() if entry["kind"] == "variant"}
+
+# The causes that state each bug's mistake (a file with two mistakes may be told either). A bug not here has no
+# right cause among today's CAUSES.
+RIGHT_CAUSES = {
+    "projection_init_key_drawn_first.py": {"qkv_order"},
+    "projection_weights_d_out_by_d_in.py": {"weight_shape", "weight_transposed"},  # (d_out, d_in), then W.T
+    "scaling_softmax_dim0.py": {"softmax_dim"},
+    "scaling_divide_by_d_k.py": {"scale_dk"},
+    "scaling_after_softmax.py": {"scale_after"},
+    "scaling_scores_keys_dot_T.py": {"keys_transpose"},
+    "scaling_variance_divided_not_dots.py": {"variance_not_recomputed"},
+    "scaling_v2_linear_weight_not_transposed.py": {"linear_weight_matmul"},
+    "scaling_self_attention_scaled_by_d_in.py": {"scale_d_in"},
+    "scaling_2bugs_v2_unscaled_and_softmax_dim0.py": {"no_scale", "softmax_dim"},
+    "masking_triu_diagonal0.py": {"mask_hides_diagonal"},
+    "masking_tril_hides_past.py": {"mask_past"},
+    "masking_masked_fill_result_discarded.py": {"no_mask"},
+    "masking_fill_with_zero.py": {"zero_fill"},
+    "masking_no_renormalisation.py": {"not_renormalised"},
+    "dropout_survivors_not_rescaled.py": {"dropout_no_rescale"},
+    "dropout_keeps_with_probability_p.py": {"dropout_keep_probability"},
+    "dropout_ignores_training_flag.py": {"dropout_in_eval"},
+    "dropout_classic_scaling_at_eval.py": {"dropout_in_eval", "dropout_no_rescale"},  # (1 - p) at evaluation
+    "causal_attention_keys_dot_T.py": {"keys_transpose"},
+    "causal_attention_mask_not_sliced.py": {"mask_not_sliced"},
+    "causal_attention_mask_plain_attribute.py": {"mask_not_buffer"},
+    "causal_attention_softmax_dim1.py": {"softmax_dim"},
+    "causal_attention_functional_dropout_always_on.py": {"dropout_in_eval"},
+    # dropout on the raw scores: true that it never reaches the weights, though dropout_before_softmax is the
+    # more exact cause (measured: the kit says dropout_not_applied)
+    "causal_attention_dropout_on_scores_before_masking.py": {"dropout_before_softmax", "dropout_not_applied"},
+    "causal_attention_qkv_bias_ignored.py": {"qkv_bias_forced"},
+    "causal_attention_2bugs_diagonal0_and_no_dropout.py": {"mask_hides_diagonal", "dropout_not_applied"},
+    "mha_wrapper_plain_python_list.py": {"heads_not_modulelist"},
+    "mha_wrapper_cat_dim0.py": {"concat_batch"},
+    "mha_wrapper_one_head_repeated.py": {"heads_shared"},
+    "multihead_attention_view_heads_first.py": {"split_no_transpose"},
+    "multihead_attention_merge_without_transpose.py": {"merge_no_transpose"},
+    "multihead_attention_contiguous_missing.py": {"view_not_contiguous"},
+    "multihead_attention_out_proj_not_applied.py": {"no_out_proj"},
+    "multihead_attention_head_dim_true_division.py": {"head_dim_wrong"},
+    "multihead_attention_scaled_by_d_out.py": {"scale_d_out"},
+    "multihead_attention_no_divisibility_check.py": {"no_divisibility_check"},
+    "multihead_attention_mask_built_in_forward.py": {"mask_not_buffer"},
+    "multihead_attention_2bugs_merge_no_transpose_no_out_proj.py": {"merge_no_transpose", "no_out_proj"},
+}
+
+
+@pytest.fixture(scope="module")
+def graded(suite):
+    """{file: SubmissionResult}, every file graded once through the sandboxed judge, two at a time."""
+    options = Options()
+
+    def one(name):
+        path = HELDOUT / name
+        return name, grade_submission(path, path.stem, suite, options)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(one, MANIFEST))
+
+
+def lost_steps(result, maxima):
+    scores = result.step_scores()
+    return {step for step, points in maxima.items() if scores[step] < points - 1e-9}
+
+
+def named_causes(result):
+    """{cause keys} the feedback states: each step's most likely cause and every cause title in a failing check."""
+    diagnosed = {found["cause"] for found in diagnose(result.tests).values() if found}
+    return diagnosed | {key for test in result.tests if test.score < test.max_score
+                        for key, cause in CAUSES.items() if cause.title in (test.output or "")}
+
+
+def test_the_set_is_what_its_manifest_says(maxima):
+    assert (len(BUGS), len(VARIANTS)) == (45, 15)
+    assert {path.name for path in HELDOUT.glob("*.py")} == set(MANIFEST)
+    steps = {step for entry in BUGS.values() for step in entry["steps_affected"] + entry.get("propagates_to", [])}
+    assert steps <= set(maxima)
+    assert set(RIGHT_CAUSES) <= set(BUGS)
+    assert {key for keys in RIGHT_CAUSES.values() for key in keys} <= set(CAUSES)
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_a_correct_variant_keeps_full_marks_and_is_told_no_cause(graded, maxima, name):
+    result = graded[name]
+    assert lost_steps(result, maxima) == set(), [(t.name, (t.output or "")[:300]) for t in result.tests
+                                                 if t.score < t.max_score]
+    assert named_causes(result) == set()
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_a_bug_loses_points_in_its_step_and_only_where_it_reaches(graded, maxima, name):
+    entry = BUGS[name]
+    lost = lost_steps(graded[name], maxima)
+    assert lost & set(entry["steps_affected"]), f"{name}: {entry['cause']}"
+    assert lost <= set(entry["steps_affected"]) | set(entry.get("propagates_to", [])), (name, sorted(lost))
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_no_cause_is_named_that_is_not_the_learners_mistake(graded, name):
+    wrong = named_causes(graded[name]) - RIGHT_CAUSES.get(name, set())
+    assert wrong == set(), f"{name}: {BUGS[name]['cause']} -- told {[CAUSES[key].title for key in wrong]}"
+
+
+def test_a_cause_is_named_for_most_bugs(graded):
+    """Measured 38 of 45; a drop means the feedback lost a cause it used to state."""
+    named = [name for name in BUGS if named_causes(graded[name]) & RIGHT_CAUSES.get(name, set())]
+    assert len(named) >= 38, sorted(set(BUGS) - set(named))
