@@ -5,8 +5,9 @@ fork server). When it returns, the caller is PID 1 of new PID, mount, IPC, UTS,
 network and cgroup namespaces; sees only a read-only view of what a worker needs (the
 interpreter, site-packages, a few devices: never the checkout, the tests, the solutions,
 other submissions or OUT), a private size-capped tmpfs at /tmp (its working directory)
-and its own /proc; holds no capability and no descriptor but its connection; has an
-emptied environment, no_new_privs and a seccomp filter (`seccomp`). The process that
+and its own /proc (the machine's figures masked in it: `_mask_host_figures`); holds no
+capability and no descriptor but its connection; has an emptied environment,
+no_new_privs and a seccomp filter (`seccomp`). The process that
 called `seal` stays outside as a tiny keeper: it waits for the sandbox and exits as it
 did, so the judge's pid and exit status keep their meaning, and killing the keeper kills
 the sandbox (PDEATHSIG on its PID 1; the kernel then kills the whole PID namespace).
@@ -18,19 +19,22 @@ Three ways to get there, tried in this order by `probe` (see docs/sandbox.md):
   * "userns": an ordinary user (or root without CAP_SYS_ADMIN): the same inside a new user
     namespace, where the worker is uid 0 without capabilities, mapped to the outer uid;
   * "basic": neither works (no user namespaces, a container without the capabilities):
-    today's protections only: closed descriptors, cleared environment, rlimits, a private
-    uid as root, no_new_privs and seccomp where they load. The run says so.
+    closed descriptors, cleared environment, rlimits, a private uid as root, no_new_privs
+    and seccomp where they load, and a Landlock ruleset that lets the worker open the view's
+    files only (`_confine_to_view`, where the kernel has Landlock). The run says what is off.
 
 Linux only. Python 3.11 has no os.unshare/mount/pivot_root: everything goes through ctypes.
 """
 
 import ctypes
 import fcntl
+import functools
 import os
 import resource
 import signal
 import site
 import socket
+import stat
 import struct
 import sys
 import time
@@ -121,6 +125,9 @@ class Policy:
     why: str = ""  # basic mode: why the namespaces are not available (for the report)
     timings: bool = False  # report the time of each stage (stages_ms)
     parent: int = 0  # the fork server's pid, noted by `seal`
+    counts_pipes: bool = False  # userns as an ordinary user: the keeper counts the pipes (`_counts_pipes`)
+    pipes_keeper: object = None  # the keeper's end of the pipe listener's socket
+    pipes_sandbox: object = None  # and PID 1's (`_hand_pipes_to_keeper`)
 
 
 def view_paths(extra=()):
@@ -157,6 +164,9 @@ def seal(policy):
     started = time.perf_counter()
     report = {"mode": policy.mode, "on": [], "off": []}
     policy.parent = os.getppid()
+    policy.counts_pipes = _counts_pipes(policy)  # before a user namespace makes this process uid 0
+    if policy.mode != "basic":
+        _cap_last_cap()
     if policy.timings:
         _STAGES.update(start=started, marks={})
     _close_descriptors(policy.keep_fd)
@@ -178,6 +188,7 @@ def seal(policy):
     if policy.bpf:
         seccomp.load(policy.bpf, _libc)
         report["on"] += list(FILTERS)
+        _hand_pipes_to_keeper(policy, report)
     elif LINUX:
         _check(_libc.prctl(seccomp.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         report["on"].append("no_new_privs")
@@ -212,7 +223,7 @@ def _seal_as_root(policy, report):
     _mark("unshare")
     alive_r = _become_pid1(policy)
     _mark("fork PID 1")
-    _private_mounts()
+    _private_mounts(cuda=_on_cuda(policy))
     _mark("tmp, proc")
     _network_and_ipc(policy, report, user_namespace=False)
     _mark("network, ipc")
@@ -246,7 +257,7 @@ def _seal_in_user_namespace(policy, report):
     _mark("filesystem view")
     alive_r = _become_pid1(policy)
     _mark("fork PID 1")
-    _private_mounts()
+    _private_mounts(cuda=_on_cuda(policy))
     _mark("tmp, proc")
     _network_and_ipc(policy, report, user_namespace=True)
     _mark("network, ipc")
@@ -266,6 +277,95 @@ def _seal_basic(policy, report):
         report["on"].append("private uid")
     _die_with(policy.parent)  # after the uid change, which clears it
     report["off"].append("namespaces: " + (policy.why or "unavailable here"))
+    _confine_to_view(policy, report)
+
+
+# ------------------------------------------------------------------ basic mode: Landlock instead of a view
+
+# <linux/landlock.h>: landlock_create_ruleset, landlock_add_rule, landlock_restrict_self (one number on every
+# architecture since 5.13: the unified table).
+SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+LANDLOCK_CREATE_RULESET_VERSION, LANDLOCK_RULE_PATH_BENEATH = 1, 1
+LL_EXECUTE, LL_WRITE_FILE, LL_READ_FILE, LL_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+LL_IOCTL_DEV = 1 << 15
+LL_SCOPE_ABSTRACT_UNIX_SOCKET, LL_SCOPE_SIGNAL = 1 << 0, 1 << 1
+# Every access right each ABI knows (the kernel refuses a right it does not know): v1 13 rights, v2 REFER,
+# v3 TRUNCATE, v5 IOCTL_DEV; v4 adds TCP bind/connect, v6 scopes (abstract unix sockets, signals).
+_LL_FS_RIGHTS = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
+_LL_NET_RIGHTS = 0b11
+_LL_READ_DIR = LL_EXECUTE | LL_READ_FILE | LL_READ_DIR
+_LL_FILE_RIGHTS = LL_EXECUTE | LL_WRITE_FILE | LL_READ_FILE | (1 << 14) | LL_IOCTL_DEV  # what a file rule may name
+
+
+class _LandlockPath(ctypes.Structure):
+    _pack_ = 1  # struct landlock_path_beneath_attr is packed
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def landlock_abi():
+    """The Landlock ABI this kernel offers (0: none, or refused, e.g. by a container's seccomp profile)."""
+    if not LINUX:
+        return 0
+    version = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+                            ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
+    return max(int(version), 0)
+
+
+def _confine_to_view(policy, report):
+    """Basic mode: without a mount namespace, Landlock (unprivileged, kernel 5.13+) gives the worker the view it
+    would have seen: it reads and runs the view's files (the interpreter, site-packages, system libraries) and
+    uses the policy's devices, and opens nothing else: not the class folder and its classmates, the kit's
+    checkout, dist/, OUT, earlier runs, /tmp, /proc (other processes' command lines and environments, the
+    machine's figures) or /dev/ptmx (the machine's terminals). Where it is missing the run says so (off)."""
+    abi = landlock_abi()
+    if abi < 1:
+        report["off"].append("landlock: unavailable here (kernel older than 5.13, disabled, or refused by a "
+                             "container's seccomp profile): the worker's uid may read what it can read on the machine")
+        return
+    try:
+        _landlock_view(policy, abi)
+    except (OSError, SandboxError) as error:
+        report["off"].append(f"landlock: {error}")
+        return
+    report["on"].append("landlock view")
+
+
+def _landlock_view(policy, abi):
+    """On CUDA the driver reads /proc (its parameters, the process's maps) and may reach its daemons over
+    abstract unix sockets: both stay (untested without a GPU in the basic mode; docs/sandbox.md)."""
+    cuda = _on_cuda(policy)
+    fs_rights = _LL_FS_RIGHTS[max(level for level in _LL_FS_RIGHTS if level <= abi)]
+    scopes = LL_SCOPE_SIGNAL | (0 if cuda else LL_SCOPE_ABSTRACT_UNIX_SOCKET)
+    attr = struct.pack("QQQ", fs_rights, _LL_NET_RIGHTS if abi >= 4 else 0, scopes if abi >= 6 else 0)
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    buffer = ctypes.create_string_buffer(attr[:size], size)
+    ruleset = _check(_libc.syscall(SYS_LANDLOCK_CREATE_RULESET, buffer, ctypes.c_size_t(size), ctypes.c_uint32(0)),
+                     "landlock_create_ruleset")
+    try:
+        for path in policy.view + (("/proc",) if cuda else ()):
+            _landlock_allow(ruleset, path, _LL_READ_DIR, fs_rights)
+        for device in policy.devices:  # read, written and (CUDA) driven, never listed around
+            _landlock_allow(ruleset, device, LL_READ_FILE | LL_WRITE_FILE | LL_IOCTL_DEV, fs_rights)
+        _check(_libc.prctl(seccomp.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        _check(_libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)),
+               "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+
+
+def _landlock_allow(ruleset, path, rights, known):
+    try:
+        descriptor = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # not on this machine (/lib32, a device): nothing to allow
+    try:
+        if not stat.S_ISDIR(os.fstat(descriptor).st_mode):
+            rights &= _LL_FILE_RIGHTS
+        rule = _LandlockPath(rights & known, descriptor)
+        _check(_libc.syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH),
+                             ctypes.byref(rule), ctypes.c_uint32(0)), f"landlock_add_rule {path}")
+    finally:
+        os.close(descriptor)
 
 
 def _close_descriptors(keep):
@@ -376,11 +476,17 @@ def _become_pid1(policy):
     """Fork: the child is PID 1 of the new PID namespace and returns the read end of a pipe the keeper
     holds open while it lives (see `_die_with_keeper`); the parent stays the keeper."""
     alive_r, alive_w = os.pipe()
+    if policy.counts_pipes:  # the line the pipe listener crosses to the keeper (`_hand_pipes_to_keeper`)
+        policy.pipes_keeper, policy.pipes_sandbox = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     child = os.fork()
     if child:
         os.close(alive_r)
+        if policy.pipes_sandbox is not None:
+            policy.pipes_sandbox.close()
         _keep(child, policy)
     os.close(alive_w)
+    if policy.pipes_keeper is not None:
+        policy.pipes_keeper.close()
     _die_with_keeper(alive_r, close=False)
     os.setsid()
     return alive_r
@@ -410,6 +516,8 @@ def _keep(child, policy):
     except OSError:
         pass
     _die_with(policy.parent)  # a judge killed midway: its fork server ends, so do the keeper and PID 1
+    if policy.pipes_keeper is not None:
+        _serve_pipes(child, policy.pipes_keeper)
     while True:
         try:
             _, status, usage = os.wait4(child, 0)
@@ -429,6 +537,52 @@ def _keep(child, policy):
     os._exit(os.waitstatus_to_exitcode(status))
 
 
+def _counts_pipes(policy):
+    """Whether the keeper counts the sandbox's pipes: where the sandbox's uid is the grading user's (userns as
+    an ordinary user), whose pipe allowance is shared with everything else the user runs (seccomp.PIPE_BUDGET).
+    A private uid's allowance is the submission's own; CUDA's driver makes pipes of its own (untried)."""
+    return (policy.mode == "userns" and policy.uid is None and os.geteuid() != 0 and bool(policy.bpf)
+            and not _on_cuda(policy) and seccomp.SYS_SECCOMP is not None)
+
+
+def _hand_pipes_to_keeper(policy, report):
+    """In PID 1, once its filter is loaded: a second filter whose pipe calls wait for the keeper's answer; its
+    listener goes to the keeper over the socket made before the fork, and no descriptor of it stays here."""
+    channel = policy.pipes_sandbox
+    if channel is None:
+        return
+    policy.pipes_sandbox = None
+    try:
+        listener = seccomp.load_with_listener(seccomp.pipe_notifier(), _libc)
+        try:
+            socket.send_fds(channel, [b"L"], [listener])
+        finally:
+            os.close(listener)
+        report["on"].append(f"pipe budget {seccomp.PIPE_BUDGET}")
+    except (OSError, seccomp.SeccompUnavailable) as error:
+        report["off"].append(f"pipe budget: {error}")
+    finally:
+        channel.close()
+
+
+def _serve_pipes(child, channel):
+    """In the keeper: the listener PID 1 sends (none if it died first or could not make one), then its pipe
+    calls answered until PID 1 ends (seccomp.serve_pipe_budget)."""
+    try:
+        ended = os.pidfd_open(child)
+        _, fds, _, _ = socket.recv_fds(channel, 1, 1)
+    except OSError:
+        return
+    finally:
+        channel.close()
+    try:
+        if fds:
+            seccomp.serve_pipe_budget(fds[0], ended)
+    finally:
+        for descriptor in (*fds, ended):
+            os.close(descriptor)
+
+
 def _die_with(parent):
     """SIGKILL when the process that forked this one (the fork server) ends, as it does when its judge
     dies: a submission looping forever would otherwise never notice its connection closing."""
@@ -438,10 +592,78 @@ def _die_with(parent):
             os._exit(1)
 
 
-def _private_mounts():
-    """In PID 1: a procfs of this PID namespace; the private /tmp (see `_build_view`) is its working folder."""
+# What of the machine a procfs (and, on CUDA, /sys) shows a namespace all the same. On the CPU the sandbox's
+# procfs is mounted with subset=pid (Linux 5.8+, systemd's ProcSubset=pid): its processes' folders and nothing
+# else (one mount). On CUDA the driver reads /proc/driver/nvidia, so the machine's files are masked one by one
+# as container runtimes mask them (runc's and Docker's default maskedPaths and readonly folders first), plus the
+# figures that identify or measure the host (kernel command line, memory, load, uptime, disks, modules...): a
+# file reads empty (/dev/null bound over it), a folder is an empty read-only tmpfs, /proc/cpuinfo lists the
+# usable processors only.
+MASKED_FILES = (
+    "/proc/kcore", "/proc/keys", "/proc/key-users", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+    "/proc/sched_debug", "/proc/interrupts", "/proc/sysrq-trigger", "/proc/kallsyms", "/proc/kpagecount",
+    "/proc/kpageflags", "/proc/kpagecgroup", "/proc/vmallocinfo", "/proc/iomem", "/proc/ioports", "/proc/mtrr",
+    "/proc/cmdline", "/proc/bootconfig", "/proc/meminfo", "/proc/loadavg", "/proc/uptime",
+    "/proc/stat", "/proc/schedstat", "/proc/softirqs", "/proc/vmstat", "/proc/zoneinfo", "/proc/buddyinfo",
+    "/proc/pagetypeinfo", "/proc/slabinfo", "/proc/swaps", "/proc/diskstats", "/proc/partitions", "/proc/version",
+    "/proc/version_signature", "/proc/modules", "/proc/devices", "/proc/misc", "/proc/locks", "/proc/consoles",
+    "/proc/crypto", "/proc/cgroups", "/proc/execdomains",
+)
+MASKED_FOLDERS = ("/proc/acpi", "/proc/asound", "/proc/scsi", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/tty",
+                  "/proc/pressure", "/proc/dynamic_debug", "/sys/firmware", "/sys/devices/virtual/powercap",
+                  "/sys/devices/virtual/dmi", "/sys/class/dmi")
+
+
+def _private_mounts(cuda=False):
+    """In PID 1: a procfs of this PID namespace (whole until `_network_and_ipc` has set its sysctls, then
+    `_processes_only`; on CUDA the machine's figures masked in it); the private /tmp (see `_build_view`) is
+    its working folder."""
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    if cuda:
+        _mask_host_figures()
     os.chdir("/tmp")
+
+
+def _processes_only(cuda):
+    """On the CPU, once the sysctls are set: a procfs of this namespace's processes only, over the whole one
+    (no /proc/cmdline, cpuinfo, meminfo, loadavg, sys...: torch's cpuinfo library copes with their absence)."""
+    if not cuda:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid")
+
+
+def _mask_host_figures():
+    for path in MASKED_FILES:
+        if os.path.isfile(path):  # reads as empty; a write goes nowhere: no read-only remount (half the cost)
+            _mount("/dev/null", path, None, MS_BIND)
+    _neutral_cpuinfo()
+    for path in MASKED_FOLDERS:
+        if os.path.isdir(path):
+            _mount("masked", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=2")
+
+
+def _bind_masked(source, path):
+    _mount(source, path, None, MS_BIND)
+    _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
+
+
+def _neutral_cpuinfo():
+    """/proc/cpuinfo lists the processors this process may run on and nothing of their model: torch's cpuinfo
+    library, initialised by a first matmul, crashes on an empty one (an absent one it survives). The file
+    lives in a tmpfs mounted over /tmp for a moment and detached at once: only the bound file stays."""
+    if not os.path.isfile("/proc/cpuinfo"):
+        return
+    _mount("masks", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,nr_inodes=4,mode=0755")
+    try:
+        text = "".join(f"processor\t: {index}\n\n" for index in range(len(os.sched_getaffinity(0))))
+        with open("/tmp/cpuinfo", "w") as neutral:
+            neutral.write(text)
+        _bind_masked("/tmp/cpuinfo", "/proc/cpuinfo")
+    finally:
+        _check(_libc.umount2(b"/tmp", MNT_DETACH), "umount the masks' tmpfs")
+
+
+def _on_cuda(policy):
+    return any(os.path.basename(device).startswith("nvidia") for device in policy.devices)
 
 
 def _network_and_ipc(policy, report, user_namespace):
@@ -456,6 +678,7 @@ def _network_and_ipc(policy, report, user_namespace):
         _sysctl(key, value, report)
     _mount("/proc/sys", "/proc/sys", None, MS_BIND | MS_REC)  # then read-only: the values stay
     _mount(None, "/proc/sys", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _processes_only(_on_cuda(policy))
 
 
 def _sysctl(key, value, report):
@@ -470,8 +693,14 @@ def _loopback_up():
         fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", IFF_UP))
 
 
+@functools.lru_cache(maxsize=1)
+def _cap_last_cap():
+    """Read while /proc/sys is there to read (`seal` asks first: the sandbox's own procfs shows processes only)."""
+    return int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+
+
 def _drop_bounding_set():
-    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    last = _cap_last_cap()
     for cap in range(last + 1):
         _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)

@@ -46,8 +46,10 @@ DENIED = (
     "timer_create",  # POSIX timers: a sigqueue each, charged to the user
     "name_to_handle_at", "fanotify_mark",
 )
-# Created by the CUDA driver (its IPC and shared buffers): refused on the CPU only.
-DENIED_ON_CPU = ("memfd_create",)
+# Created by the CUDA driver (its IPC and shared buffers): refused on the CPU only. sysinfo: the machine's load,
+# uptime, memory and swap (what /proc/loadavg, /proc/meminfo and /proc/uptime, masked by seal.py, would say);
+# glibc's getloadavg and sysconf(_SC_PHYS_PAGES) read it, no solution does (the driver may size its pools by it).
+DENIED_ON_CPU = ("memfd_create", "sysinfo")
 # Without namespaces (the basic mode) the worker shares the machine's files, processes and IPC: it may read what
 # its uid may read, but it changes nothing. SysV IPC is the machine's (seal.py gives the namespace modes a private
 # one); no file, folder or link is created, renamed, removed or changed anywhere (it would outlive the sandbox and
@@ -176,6 +178,88 @@ def _export(lib, context):
         os.close(read_end)
         if write_end is not None:
             os.close(write_end)
+
+
+# ------------------------------------------------------------- a budget of pipes, counted outside the sandbox
+
+# Where the sandbox shares the grading user's uid (userns as an ordinary user), every pipe's 16 pages are charged
+# to that user's fs.pipe-user-pages-soft (16384 pages), which no rlimit can bound across the sandbox's processes
+# (RLIMIT_NOFILE is per process, RLIMIT_NPROC multiplies it). So pipe and pipe2 wait for an answer from the
+# sandbox's keeper (outside, unfiltered), which lets the first PIPE_BUDGET of them through and refuses the rest
+# with EMFILE: at most PIPE_BUDGET * 16 pages per submission, whatever it does.
+PIPE_CALLS = ("pipe", "pipe2")
+PIPE_BUDGET = 64
+SCMP_ACT_NOTIFY = 0x7FC00000
+SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER = 1, 1 << 3
+SECCOMP_USER_NOTIF_FLAG_CONTINUE = 1
+# <linux/seccomp.h>: _IOWR('!', 0, struct seccomp_notif) (80 bytes), _IOWR('!', 1, struct seccomp_notif_resp) (24)
+SECCOMP_IOCTL_NOTIF_RECV, SECCOMP_IOCTL_NOTIF_SEND = 0xC0502100, 0xC0182101
+SYS_SECCOMP = {"x86_64": 317, "aarch64": 277}.get(os.uname().machine)
+
+
+@functools.lru_cache(maxsize=1)
+def pipe_notifier():
+    """BPF: pipe and pipe2 notify the listener (SECCOMP_RET_USER_NOTIF); every other call passes this filter."""
+    lib = _library()
+    context = lib.seccomp_init(SCMP_ACT_ALLOW)
+    if not context:
+        raise SeccompUnavailable("seccomp_init failed")
+    try:
+        for name in PIPE_CALLS:
+            number = lib.seccomp_syscall_resolve_name(name.encode())
+            if number >= 0 and lib.seccomp_rule_add_array(context, SCMP_ACT_NOTIFY, number, 0, None) < 0:
+                raise SeccompUnavailable(f"libseccomp refused the notification rule for {name}")
+        return _export(lib, context)
+    finally:
+        lib.seccomp_release(context)
+
+
+def load_with_listener(bpf, libc):
+    """Install `bpf` (no_new_privs already set) and return the descriptor its notifications arrive on."""
+    if SYS_SECCOMP is None:
+        raise OSError(errno.ENOSYS, "seccomp(2): unknown architecture")
+    buffer = ctypes.create_string_buffer(bpf, len(bpf))
+    prog = _SockFprog(len(bpf) // 8, ctypes.addressof(buffer))
+    listener = libc.syscall(ctypes.c_long(SYS_SECCOMP), ctypes.c_uint(SECCOMP_SET_MODE_FILTER),
+                            ctypes.c_uint(SECCOMP_FILTER_FLAG_NEW_LISTENER), ctypes.byref(prog))
+    if listener < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"seccomp listener: {os.strerror(code)}")
+    return listener
+
+
+def serve_pipe_budget(listener, ended, budget=PIPE_BUDGET):
+    """In the keeper: answer the sandbox's pipe calls until `ended` (PID 1's pidfd) is readable or the listener
+    hangs up: the first `budget` go through, later ones fail with EMFILE. Returns how many were asked for."""
+    import fcntl
+    import select
+    import struct
+
+    poller = select.poll()
+    poller.register(listener, select.POLLIN)
+    poller.register(ended, select.POLLIN)
+    asked = 0
+    while True:
+        try:
+            events = dict(poller.poll())
+        except InterruptedError:
+            continue
+        if ended in events or events.get(listener, 0) & (select.POLLHUP | select.POLLERR):
+            return asked
+        request = bytearray(80)  # struct seccomp_notif, zeroed as the kernel requires
+        try:
+            fcntl.ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, request)
+        except OSError:  # the caller died meanwhile (ENOENT), or a signal
+            continue
+        (ident,) = struct.unpack_from("Q", request)
+        asked += 1
+        allowed = asked <= budget
+        answer = struct.pack("QqiI", ident, 0, 0 if allowed else -errno.EMFILE,
+                             SECCOMP_USER_NOTIF_FLAG_CONTINUE if allowed else 0)
+        try:
+            fcntl.ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, bytearray(answer))
+        except OSError:
+            pass
 
 
 def load(bpf, libc):

@@ -6,6 +6,7 @@ runs as root, e.g. on Gradescope) and without (a laptop), where the PID namespac
 escaped the process group.
 """
 
+import errno
 import os
 import shutil
 import tempfile
@@ -122,6 +123,7 @@ def test_detached_processes_die_before_the_verdict(tmp_path, suite, clean, isola
 
 
 PROBE = '''
+import errno
 import os
 import torch
 
@@ -167,3 +169,252 @@ def test_student_code_runs_unprivileged_and_cannot_read_secrets(tmp_path):
         worker.close()
     assert results.read_text() == "genuine"
     assert os.access(secrets[0], os.R_OK)  # the judge itself still reads them
+
+
+# ------------------------------------------------------------------ what a sealed process sees (issue 26)
+
+HOST_FIGURES = ("/proc/cmdline", "/proc/cpuinfo", "/proc/meminfo", "/proc/loadavg", "/proc/uptime", "/proc/stat",
+                "/proc/version", "/proc/modules", "/proc/diskstats", "/proc/swaps")
+
+
+def _what_it_reads(paths):
+    """What each path shows a sealed process: its first bytes, "" when empty, None when refused."""
+    found = {}
+    for path in paths:
+        try:
+            if path.startswith("/dev/"):  # a terminal's master never ends a read: opening it is the question
+                os.close(os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK))
+                found[path] = "opened"
+            else:
+                found[path] = sorted(os.listdir(path))[:3] if os.path.isdir(path) else \
+                    open(path, "rb").read(200).decode(errors="replace")
+        except OSError:
+            found[path] = None
+    return found
+
+
+def _still_computes():
+    """torch and numpy after the seal: thread count, a matmul and the machine's figures they might read."""
+    import numpy
+    import torch
+
+    matrix = torch.arange(16.0).reshape(4, 4)
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = None
+    return {"threads": torch.get_num_threads(), "matmul": float((matrix @ matrix.T).trace()),
+            "numpy": float(numpy.linalg.norm(numpy.ones(4))), "cpus": os.cpu_count(), "load": load}
+
+
+def _sealed(mode, ask, uid=None, basic_filter=False):
+    """Seal a forked child in `mode` (seal.seal, as a worker does) and return what `ask()` answers there."""
+    import json
+
+    from grader.sandbox import seal, seccomp
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            report = seal.seal(seal.Policy(keep_fd=write_end, mode=mode, view=seal.view_paths(), uid=uid,
+                                           bpf=seccomp.program(basic=basic_filter)))
+            os.write(write_end, json.dumps({"report": report, "answer": ask()}).encode())
+        except BaseException as error:  # noqa: BLE001 - the test says what went wrong
+            os.write(write_end, json.dumps({"error": repr(error)}).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    chunks = []
+    while chunk := os.read(read_end, 1 << 16):
+        chunks.append(chunk)
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    answer = json.loads(b"".join(chunks))
+    assert "error" not in answer, answer["error"]
+    return answer["report"], answer["answer"]
+
+
+def _namespace_modes():
+    from grader.sandbox import seal
+
+    modes = []
+    for mode in ("root", "userns") if processes.running_as_root() else ("userns",):
+        uid = processes.UID_BASE + 511 - len(modes) if mode == "root" else None
+        if seal.probe(mode, uid)[0] is not None:
+            modes.append(pytest.param(mode, uid, id=mode))
+    return modes or [pytest.param(None, None, marks=pytest.mark.skip(reason="no namespaces on this machine"))]
+
+
+@pytest.mark.parametrize(("mode", "uid"), _namespace_modes())
+def test_the_machines_figures_are_masked_and_torch_still_computes(mode, uid):
+    """Before: /proc/cmdline, cpuinfo, meminfo, loadavg... of the sandbox's own procfs were the machine's, and
+    sysinfo() gave its load and memory (r_host_report put them in the student's feedback). Now: the sandbox's
+    procfs shows its processes only (subset=pid; on CUDA they are masked as runc masks them, cpuinfo listing
+    processors only: torch's first matmul in the sandbox crashed on an empty one); sysinfo is refused; torch's
+    threads and matmul (the first one in the sandbox) and numpy are unaffected."""
+    _, seen = _sealed(mode, lambda: _what_it_reads(HOST_FIGURES), uid)
+    cpus = seen.pop("/proc/cpuinfo")  # absent on the CPU; on CUDA the processors it may use, not their model
+    assert cpus is None or {line.split(":")[0].strip() for line in cpus.splitlines() if line} == {"processor"}, cpus
+    shown = {path: text for path, text in seen.items() if text}
+    assert not shown, shown
+    _, computed = _sealed(mode, _still_computes, uid)
+    assert computed["threads"] >= 1 and computed["cpus"] >= 1, computed
+    assert computed["matmul"] == pytest.approx(1240.0) and computed["numpy"] == pytest.approx(2.0)
+    assert computed["load"] is None, "sysinfo() still tells the machine's load"
+
+
+def _basic_uids():
+    params = [pytest.param(None, id="own-user")]
+    if processes.running_as_root():
+        params.append(pytest.param(processes.UID_BASE + 509, id="private-uid"))
+    return params
+
+
+@pytest.mark.parametrize("uid", _basic_uids())
+def test_the_basic_mode_reads_its_view_and_nothing_else(uid, tmp_path):
+    """Without namespaces (the basic mode: a container without them), the worker reads only the interpreter's
+    view. Before: a world-readable class folder (classmates' files), the kit's checkout (solutions/, .git,
+    dist/), other processes' command lines and /dev/ptmx (the machine's terminals) were open to it
+    (r_hunt_solution scored 97, k_ptys_* took terminals). Now: Landlock refuses all of them; where the kernel
+    has no Landlock the run says so."""
+    from grader.sandbox import seal
+
+    if seal.landlock_abi() < 1:
+        pytest.skip("no Landlock in this kernel: the basic mode says so in its report (tested below)")
+    classmates = tmp_path / "class"
+    classmates.mkdir()
+    (classmates / "alice.py").write_text("ANSWER = 42\n")
+    for path in (tmp_path, classmates, classmates / "alice.py"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    secrets = [str(classmates), str(classmates / "alice.py"), str(ROOT), str(ROOT / "solutions" / "attention.py"),
+               str(ROOT / ".git"), "/proc/1/cmdline", f"/proc/{os.getpid()}/environ", "/proc/cmdline", "/tmp",
+               "/etc/passwd", "/dev/ptmx"]
+
+    def ask():
+        seen = _what_it_reads(secrets)
+        try:
+            os.openpty()
+            seen["openpty"] = "a terminal"
+        except OSError:
+            seen["openpty"] = None
+        import colorsys  # noqa: F401 - a module no one imported before the seal: read from the view now
+        return {"seen": seen, "computes": _still_computes()}
+
+    report, answer = _sealed("basic", ask, uid, basic_filter=True)
+    assert "landlock view" in report["on"], report
+    readable = {path: text for path, text in answer["seen"].items() if text is not None}
+    assert not readable, readable
+    assert answer["computes"]["matmul"] == pytest.approx(1240.0)
+    assert os.access(classmates / "alice.py", os.R_OK)  # the judge itself still reads them
+
+
+def test_the_basic_mode_says_when_it_cannot_confine_the_worker(monkeypatch):
+    """Where Landlock is missing (an old kernel, a container's seccomp profile refusing it), the report says
+    what stays open, so that the run's summary warns and --require-sandbox refuses."""
+    from grader.sandbox import seal
+
+    monkeypatch.setattr(seal, "landlock_abi", lambda: 0)
+    report, _ = _sealed("basic", lambda: None, basic_filter=True)
+    assert "landlock view" not in report["on"]
+    assert any(item.startswith("landlock: unavailable") for item in report["off"]), report["off"]
+
+
+PIPE_PROBE = r'''
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from grader.sandbox import seal, seccomp
+
+
+def made():
+    count, refused = 0, None
+    for _ in range(200):  # past any budget, below the 128 descriptors: each pipe is closed at once
+        try:
+            ends = os.pipe()
+        except OSError as error:
+            refused = error.errno
+            break
+        count += 1
+        for end in ends:
+            os.close(end)
+    child = os.fork()
+    if child == 0:
+        try:
+            os.pipe()
+            os._exit(0)
+        except OSError:
+            os._exit(3)
+    return {"made": count, "refused": refused, "child": os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])}
+
+
+read_end, write_end = os.pipe()
+pid = os.fork()
+if pid == 0:
+    try:
+        report = seal.seal(seal.Policy(keep_fd=write_end, mode="userns", view=seal.view_paths(), bpf=seccomp.program()))
+        os.write(write_end, json.dumps({"report": report, "answer": made()}).encode())
+    except BaseException as error:
+        os.write(write_end, json.dumps({"error": repr(error)}).encode())
+    os._exit(0)
+os.close(write_end)
+data = b""
+while chunk := os.read(read_end, 65536):
+    data += chunk
+os.waitpid(pid, 0)
+print(data.decode())
+'''
+
+
+def _as_ordinary_user(script):
+    """Run `script` (with a readable copy of grader/ as argv[1]) as an ordinary user: this one, or, as root,
+    the battery's `kittest` with its Python (tests/kit/test_hostile_battery.py: `make test-account`)."""
+    tmp_path = Path(tempfile.mkdtemp(prefix="isolation-pipes-", dir="/tmp"))
+    try:
+        return _run_as_ordinary_user(tmp_path, script)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def _run_as_ordinary_user(tmp_path, script):
+    import pwd
+    import subprocess
+    import sys
+
+    kit = tmp_path / "kit"
+    shutil.copytree(ROOT / "grader", kit / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "probe.py").write_text(script)
+    for path in [tmp_path, *tmp_path.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    command = [sys.executable, str(tmp_path / "probe.py"), str(kit)]
+    if os.geteuid() == 0:
+        python = Path("/opt/attention-kit-tests/venv/bin/python")
+        try:
+            pwd.getpwnam("kittest")
+        except KeyError:
+            pytest.skip("no account kittest: `make test-account` creates it")
+        if not python.is_file():
+            pytest.skip(f"no {python}: `make test-account` builds it")
+        command = ["runuser", "-u", "kittest", "--", str(python), *command[1:]]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_a_sandbox_sharing_the_users_uid_gets_a_budget_of_pipes():
+    """In the userns mode as an ordinary user, every pipe charges 16 pages to the grading user's
+    fs.pipe-user-pages-soft (shared with the instructor's programs and every other sandbox). Before: a
+    submission could make pipes until descriptors ran out in 64 processes (8× the allowance: r_pipe_pages_user
+    left the user's new pipes one page). Now: its keeper lets seccomp.PIPE_BUDGET through, then EMFILE, in
+    every process of the sandbox."""
+    import json
+
+    from grader.sandbox import seccomp
+
+    answer = json.loads(_as_ordinary_user(PIPE_PROBE).strip().splitlines()[-1])
+    if "error" in answer or answer["report"]["mode"] != "userns":
+        pytest.skip(f"no user namespaces for an ordinary user here: {answer}")
+    assert f"pipe budget {seccomp.PIPE_BUDGET}" in answer["report"]["on"], answer["report"]
+    made = answer["answer"]
+    assert made["made"] == seccomp.PIPE_BUDGET and made["refused"] == errno.EMFILE, made
+    assert made["child"] == 3, "a child of the sandbox made a pipe past the budget"
