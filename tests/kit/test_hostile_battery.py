@@ -44,6 +44,7 @@ from grader.chapter import TOTAL_POINTS
 from grader.check.runner import run_test
 from grader.check.student import in_process
 from grader.paths import ROOT
+from grader.sandbox.seal import landlock_abi
 from tests.kit.test_hostile import buggy_solution
 
 HOSTILE = Path(__file__).parent / "hostile"
@@ -104,45 +105,47 @@ def submission(attack, bases, fill):
 # measured (it is what `--require-sandbox` refuses to grade without):
 _MOUNT = "a mount namespace (a read-only view without the class folder, the kit's checkout or OUT)"
 _PID = "a PID namespace (other processes, their /proc entries and signals out of reach)"
-_NET = "a network namespace (no host network, abstract sockets private)"
 # The basic mode's filter (no file, folder or link made or changed, no SysV IPC, no signal to another process,
 # no socket) and the checkout made private to root closed what the lines removed from here recorded: files and
-# links carried to a later run, OUT squatted, the judge killed, .git and dist/ read as root.
+# links carried to a later run, OUT squatted, the judge killed, .git and dist/ read as root. Its Landlock view
+# (seal._confine_to_view: the worker opens the interpreter's view and nothing else) closed the rest where the
+# kernel has Landlock: classmates' files, the checkout, /proc (command lines, the judge's environment and memory)
+# and /dev/ptmx. The userns mode's keeper counts the sandbox's pipes (seal._counts_pipes).
 WAITS = {
-    ("k_ptys_openpty", "root-basic", "allowance"): "a devpts of its own (a mount namespace): /dev/ptmx is the machine's",
-    ("k_ptys_openpty", "user-basic", "allowance"): "a devpts of its own (a mount namespace): /dev/ptmx is the machine's",
-    ("k_ptys_ptmx", "root-basic", "allowance"): "a devpts of its own (a mount namespace): /dev/ptmx is the machine's",
-    ("k_ptys_ptmx", "user-basic", "allowance"): "a devpts of its own (a mount namespace): /dev/ptmx is the machine's",
+    ("r_pipe_pages_user", "user-basic", "allowance"): "a uid of its own: pipe buffers are charged to the grading "
+                                                      "user's fs.pipe-user-pages-soft (no keeper counts them)",
+}
+# Without Landlock (a kernel older than 5.13, or one without it in its lsm= list) the basic mode leaves these open.
+_PTY = "a devpts of its own (a mount namespace): /dev/ptmx is the machine's"
+WAITS_WITHOUT_LANDLOCK = {
+    ("k_ptys_openpty", "root-basic", "allowance"): _PTY,
+    ("k_ptys_openpty", "user-basic", "allowance"): _PTY,
+    ("k_ptys_ptmx", "root-basic", "allowance"): _PTY,
+    ("k_ptys_ptmx", "user-basic", "allowance"): _PTY,
     ("r_hunt_solution", "root-basic", "score"): f"{_MOUNT}: a world-readable class folder (named in the judge's "
                                                 "command line) holds classmates' solutions",
     ("r_hunt_solution", "user-basic", "score"): f"{_MOUNT}: the grading user's worker reads classmates' files",
-    ("r_pipe_pages_user", "user", "allowance"): "a uid of its own: pipe buffers are charged to the grading user's "
-                                                "fs.pipe-user-pages-soft",
-    ("r_pipe_pages_user", "user-basic", "allowance"): "a uid of its own: pipe buffers are charged to the grading "
-                                                      "user's fs.pipe-user-pages-soft",
     ("c1_classmates", "root-basic", "score"): f"{_MOUNT}: a private uid still reads classmates' files",
     ("c1_classmates", "user-basic", "score"): f"{_MOUNT}: the grading user's worker reads classmates' files",
     ("c8_checkout", "user-basic", "score"): f"{_MOUNT}: the kit's checkout holds the solution",
-    ("c9_socket_client", "root-basic", "score"): f"{_NET}: a classmate hands a solution over",
-    ("c9_socket_client", "user-basic", "score"): f"{_NET}: a classmate hands a solution over",
     ("c1_names", "root-basic", "evidence"): f"{_MOUNT} and {_PID}: the class folder and command lines are readable",
     ("c1_names", "user-basic", "evidence"): f"{_MOUNT} and {_PID}: the class folder and command lines are readable",
     ("c8_environment", "user-basic", "evidence"): f"{_PID}: the judge's /proc/<pid>/environ has the grading user's uid",
     ("x_judge_memory", "user-basic", "evidence"): f"{_PID}: the judge's /proc/<pid>/mem has the grading user's uid",
 }
+if landlock_abi() < 1:
+    WAITS.update(WAITS_WITHOUT_LANDLOCK)
 
 
-# Whether the basic fallback lets these through depends on timing (a classmate still serving when asked).
-BY_CHANCE = {("c9_socket_client", "root-basic", "score"), ("c9_socket_client", "user-basic", "score"),
-             # and on the machine's /dev/ptmx (its permissions, pty.max, what else holds terminals)
-             ("k_ptys_openpty", "root-basic", "allowance"), ("k_ptys_openpty", "user-basic", "allowance"),
+# Whether the basic fallback lets these through depends on timing (a classmate still serving when asked) and
+# on the machine's /dev/ptmx (its permissions, pty.max, what else holds terminals), where a complete solution lies
+# readable, and whether the judge's memory is readable at the moment the attack looks (seen both ways in CI).
+BY_CHANCE = {("k_ptys_openpty", "root-basic", "allowance"), ("k_ptys_openpty", "user-basic", "allowance"),
              ("k_ptys_ptmx", "root-basic", "allowance"), ("k_ptys_ptmx", "user-basic", "allowance"),
-             # and on where a complete solution lies readable on the machine when the hunt runs
              ("r_hunt_solution", "root-basic", "score"), ("r_hunt_solution", "user-basic", "score"),
+             ("x_judge_memory", "user-basic", "evidence"),
              # and on whether the grading user's other pipes already hold its allowance when the probe looks
-             ("r_pipe_pages_user", "user", "allowance"), ("r_pipe_pages_user", "user-basic", "allowance"),
-             # and on whether the judge's memory is readable at the moment the attack looks (seen both ways in CI)
-             ("x_judge_memory", "user-basic", "evidence")}
+             ("r_pipe_pages_user", "user-basic", "allowance")}
 
 
 def apply_waits(request, name, mode_name, what):

@@ -13,7 +13,11 @@ def _names():
     found = set()
     own = globals().get("__file__") or ""
     folders = [_os.path.dirname(own), _os.path.dirname(_os.path.dirname(own))] if own else []
-    for pid in _os.listdir("/proc"):
+    try:
+        pids = _os.listdir("/proc")
+    except OSError:  # no /proc to read (the basic mode's Landlock view): the folders above only
+        pids = []
+    for pid in pids:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as stream:
                 for word in stream.read().split(b"\0"):

@@ -13,7 +13,11 @@ _WANTED = ("TOKEN", "KEY", "SECRET", "PASSWORD", "API")
 
 def _secrets():
     found = [f"{name}={value}" for name, value in _os.environ.items() if any(word in name for word in _WANTED)]
-    for pid in _os.listdir("/proc"):
+    try:
+        pids = _os.listdir("/proc")
+    except OSError:  # no /proc to read (the basic mode's Landlock view): only its own environment
+        pids = []
+    for pid in pids:
         if not pid.isdigit():
             continue
         try:
