@@ -1,5 +1,7 @@
 # Every workflow of the attention exercise kit. Each target creates and reuses .venv/.
 #   make test                      the kit's whole test suite (installs everything first)
+#   make test-fast                 the same without the tests marked slow (class runs, launches of the grader...):
+#                                  the unit and in-process tests (meant for under 3 minutes); make test runs all
 #   make grade [SUBMISSION=PATH] [OUT=DIR] [RESULTS=FILE]   grade a file, folder or zip (default: the sample class)
 #   make grade ENGINE=otter [SUBMISSION=PATH]   the same through `otter run` and the stock Otter autograder
 #   make grade SUBMISSION=canvas.zip ROSTER=roster.csv   also OUT/canvas_grades.csv and OUT/moodle_grades.csv
@@ -62,7 +64,7 @@ GRADING := --device $(DEVICE) $(if $(JOBS),--jobs $(JOBS)) --engine $(ENGINE) \
 	$(if $(ROSTER),--roster $(ROSTER)) $(if $(OVERRIDES),--overrides $(OVERRIDES)) \
 	$(if $(REQUIRE_SANDBOX),--require-sandbox) $(if $(KEEP_OVERRIDES),--keep-overrides)
 
-.PHONY: test grade regrade merge bench student check publish clean
+.PHONY: test test-fast grade regrade merge bench student check publish clean
 
 # Three sets, one owner each: requirements.txt what grading imports (the Gradescope image gets exactly
 # that), requirements-publish.txt the LMS tools (otter, nbgrader), requirements-test.txt the kit's tests.
@@ -118,6 +120,10 @@ test-account: $(VENV)/.installed
 # The public and hidden tests run in-process on the reference; tests/kit grades through the sandbox.
 test: $(VENV)/.installed $(CHROMIUM) sandbox-libs test-account
 	SUBMISSION=solutions/attention.py $(PY) -m pytest -q
+
+# The fast tier, set up as `make test` is: every test but those marked slow (tests/kit/conftest.py says why each is).
+test-fast: $(VENV)/.installed $(CHROMIUM) sandbox-libs test-account
+	SUBMISSION=solutions/attention.py $(PY) -m pytest -q -m "not slow"
 
 grade: $(VENV)/.installed sandbox-libs
 	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) $(GRADING) $(if $(RESULTS),--results $(RESULTS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ZIP_ENCODING),--zip-encoding $(ZIP_ENCODING))

@@ -27,6 +27,8 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{key}: tests of the {key} step")
     config.addinivalue_line("markers", "kit: the kit's own tests")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped where there is none")
+    config.addinivalue_line("markers", "slow(reason): left out of `make test-fast` (pytest -m 'not slow'); the reason "
+                                       "says what costs the time (tests/kit/conftest.py lists the rest)")
 
 
 def pytest_collection_modifyitems(items):

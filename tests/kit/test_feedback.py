@@ -113,7 +113,8 @@ def test_markdown_output_shows_only_visible_checks(graded_bugs, maxima, suite):
     assert "filled with 0 instead of -inf" in data["output"]
 
 
-def test_sample_class_report(tmp_path):
+@pytest.mark.slow(reason='grades the sample class through `python -m grader grade`, then reports it again')
+def test_sample_class_report(tmp_path, grader_cli):
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "grader", "grade", "--out", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
@@ -128,8 +129,7 @@ def test_sample_class_report(tmp_path):
     extra = json.loads((out / "results" / "edsger_dijkstra.json").read_text())["extra_data"]
     assert extra["diagnosis"]["causal_attention"]["cause"] == "softmax_dim"
     (out / "report.html").unlink()  # the report is rebuilt from results/ alone
-    again = subprocess.run([sys.executable, "-m", "grader", "report", "--out", str(out)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=600)
+    again = grader_cli("report", "--out", out, cwd=ROOT)
     assert again.returncode == 0, again.stderr
     dom, shot = rendered(out / "report.html", tmp_path, height=2400)
     for heading in ("What to do next", "Scores", "Steps", "Most frequent mistakes", "Item analysis", "Runtime",

@@ -19,6 +19,9 @@ from grader.integrations import gradescope
 from grader.chapter import STEP_KEYS
 from grader.chapter import BY_KEY, TOTAL_POINTS
 
+pytestmark = pytest.mark.slow(
+    reason="builds the Gradescope zip and runs its run_autograder per case, beside the kit's grades")
+
 TIME_LIMIT = 60  # generous: a loaded test machine must not turn a slow step into a failed one
 BUG = next(bug for bug in BUGS if bug.id == "masking_not_renormalised")
 

@@ -46,6 +46,7 @@ def test_a_new_out_is_created_by_the_grader_and_a_world_writable_one_is_refused(
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or other_uid() is None, reason=f"needs root and a user {OTHER!r}")
+@pytest.mark.slow(reason="a `python -m grader` launch (it refuses after the sandbox's probe, so not in this process)")
 def test_an_out_someone_else_made_first_is_refused_with_a_clear_message(tmp_path, clean):
     out = tmp_path / "out"
     out.mkdir()

@@ -341,14 +341,14 @@ def test_knobs_come_from_the_command_line_only_and_make_clean_removes_only_a_gra
     assert done.returncode == 0 and not graded.exists(), done.stderr
 
 
-def test_overrides_that_cannot_apply_are_refused_before_grading(tmp_path):
+def test_overrides_that_cannot_apply_are_refused_before_grading(tmp_path, grader_cli):
     bad = tmp_path / "overrides.csv"
     for text, message in (("student,step,points,reason\nx,attention,3,why\n", "neither 'total' nor"),
                           ("student,step,points,reason\nx,masking,99,why\n", "outside 0.."),
                           ("student,step,points,reason\nx,masking,3,\n", "give a reason"),
                           ("name,points\nx,3\n", "no 'step' column")):
         bad.write_text(text)
-        done = cli("grade", "solutions/attention.py", "--overrides", bad, "--out", tmp_path / "out")
+        done = grader_cli("grade", "solutions/attention.py", "--overrides", bad, "--out", tmp_path / "out", cwd=ROOT)
         assert done.returncode == 2 and message in done.stderr, (text, done.stderr)
     assert not (tmp_path / "out").exists()
 

@@ -20,6 +20,8 @@ import pytest
 
 from grader.paths import ROOT
 
+pytestmark = pytest.mark.slow(reason='grades the held-out integrity cohort through `python -m grader grade`')
+
 HELDOUT = Path(__file__).parent / "integrity_heldout"
 
 

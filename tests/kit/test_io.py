@@ -73,6 +73,7 @@ def test_write_atomic_honours_the_umask(tmp_path, umask, file_mode, folder_mode)
     assert target.read_text() == "b\n" and [p.name for p in target.parent.iterdir()] == ["grades.csv"]
 
 
+@pytest.mark.slow(reason='a class run through `python -m grader grade` under a umask')
 def test_a_class_graded_under_umask_002_is_group_readable_and_not_world_writable(small_class, tmp_path):
     out = tmp_path / "out"
     done = run_grader("grade", small_class, "--out", out, "--jobs", "2", umask=0o002)
@@ -106,6 +107,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow(reason='two class runs through `python -m grader`, the first with a full disk')
 def test_a_full_disk_ends_in_one_line_keeps_every_result_and_the_rerun_resumes(small_class, tmp_path):
     out = tmp_path / "out"
     done = run_grader("grade", small_class, "--out", out, "--jobs", "1", prefix=["-c", FULL_AFTER.format(count=1)])
@@ -132,6 +134,7 @@ def mount_small_filesystem(folder, size):
                           capture_output=True).returncode == 0
 
 
+@pytest.mark.slow(reason='class runs through `python -m grader` on a small tmpfs')
 def test_a_really_full_filesystem_ends_in_one_line_and_a_bigger_one_resumes(small_class, tmp_path):
     disk = tmp_path / "disk"
     if not mount_small_filesystem(disk, "48k"):
@@ -171,6 +174,7 @@ def test_write_atomic_names_the_file_it_could_not_write(tmp_path):
 
 # --------------------------------------------------------------------------- two runs, one OUT
 
+@pytest.mark.slow(reason='two concurrent `python -m grader` class runs')
 def test_a_second_run_into_a_busy_out_stops_at_once_and_the_first_keeps_going(small_class, tmp_path):
     slow = tmp_path / "slow_class"
     shutil.copytree(small_class, slow)

@@ -139,6 +139,7 @@ def test_a_canvas_name_holding_digits_cannot_claim_another_students_id(tmp_path)
                for problem in collected.problems)
 
 
+@pytest.mark.slow(reason='grades a Canvas zip through `python -m grader grade`')
 def test_canvas_bulk_zip_graded_into_canvas_csv(tmp_path, clean, stub):
     """End to end: `grade submissions.zip --roster export.csv` with a late file and students missing."""
     people = class_of_30()[:5]
@@ -212,11 +213,9 @@ def test_unknown_and_duplicate_submissions_are_reported_not_guessed(tmp_path, ma
     assert any("two submissions" in note and "80" in note for note in notes)
 
 
-def test_bad_roster_stops_before_grading(tmp_path):
+def test_bad_roster_stops_before_grading(tmp_path, grader_cli):
     roster = write_csv(tmp_path / "roster.csv", [["colour", "size"], ["red", "L"]])
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", "solutions/attention.py", "--roster",
-                           str(roster), "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    done = grader_cli("grade", "solutions/attention.py", "--roster", roster, "--out", tmp_path / "out", cwd=ROOT)
     assert done.returncode == 2 and "no column names a student" in done.stderr
     assert not (tmp_path / "out").exists()
 

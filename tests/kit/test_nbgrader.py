@@ -22,6 +22,8 @@ from grader.build.exercises import BEGIN, CHAPTER, END, SOLUTION, code_sections
 from grader.integrations import nbgrader as course_builder
 from grader.chapter import STEP_KEYS, TOTAL_POINTS
 
+pytestmark = pytest.mark.slow(reason='builds an nbgrader course and runs `nbgrader autograde` for real')
+
 BUG_IDS = ("masking_not_renormalised", "causal_dropout_on_context", "mha_split_view_without_transpose")
 STUDENTS = [  # id, first name, last name, email: a comma and non-ASCII letters must survive the export
     ("solution", "José", "Núñez, Jr.", "jose@example.edu"),

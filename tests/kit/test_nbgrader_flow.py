@@ -19,6 +19,8 @@ from grader.faults.bugs import BUGS
 from grader.paths import ROOT
 from tests.kit.project import kit_project, shell_env
 
+pytestmark = pytest.mark.slow(reason='the documented nbgrader flow for real, in a kit copy, on five students')
+
 STUDENTS = {  # student id -> what the notebook holds
     "s1001": "solution", "s1002": "stub", "s1003": "masking_not_renormalised", "s1004": "solution",
     "s1005": "mha_split_view_without_transpose"}

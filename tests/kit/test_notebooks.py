@@ -443,6 +443,7 @@ def without_ipython(tmp_path):
 
 
 @pytest.mark.parametrize("ipython", [True, False], ids=["with IPython", "without IPython"])
+@pytest.mark.slow(reason='`python check.py` over the whole corpus, in a process')
 def test_the_students_check_gives_every_corpus_file_what_it_gives_the_py(tmp_path, clean, ipython):
     reference = tmp_path / "attention.py"
     reference.write_text(clean)
@@ -452,6 +453,7 @@ def test_the_students_check_gives_every_corpus_file_what_it_gives_the_py(tmp_pat
     assert {name: result for name, result in results.items() if result != (0, lines)} == {}
 
 
+@pytest.mark.slow(reason='`python check.py` as a process (a torch import)')
 def test_check_py_with_a_step_and_a_notebook_as_a_student_types_it():
     done = subprocess.run([sys.executable, "check.py", "masking", str(CORPUS_FOLDER / "15_everything.ipynb")],
                           cwd=TEMPLATE, capture_output=True, text=True, timeout=300)

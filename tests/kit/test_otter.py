@@ -26,7 +26,8 @@ from grader.integrations.otter import NAME
 from grader.build.release import with_checks
 from grader.chapter import STEP_KEYS
 
-pytestmark = pytest.mark.kit
+pytestmark = [pytest.mark.kit,
+              pytest.mark.slow(reason="`otter run` for real on the solution, the stub and the catalogue's bugs")]
 
 COMPARED_BUGS = ("masking_fill_zero", "dropout_no_rescale", "causal_mask_not_sliced", "wrapper_same_head_repeated",
                  "mha_merge_without_transpose")

@@ -12,6 +12,9 @@ import pytest
 from grader.chapter import BY_KEY, TOTAL_POINTS
 from grader.paths import ROOT
 
+pytestmark = pytest.mark.slow(
+    reason="changes the points in a kit copy and runs make generate, the kit's tests and a class run there")
+
 STEP, NEW_POINTS = "masking", BY_KEY["masking"].points + 10
 
 

@@ -20,6 +20,9 @@ from grader.build.exercises import code_sections
 from grader.integrations.publish import PublishRefused, publish
 from grader.integrations import nbgrader as course_builder
 
+pytestmark = pytest.mark.slow(
+    reason="publishes the nbgrader course again and again: nbgrader's commands run as processes")
+
 STUDENTS = [("amy", "Amy", "Adams"), ("bo", "Bo", "Björk")]
 
 

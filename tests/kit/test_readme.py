@@ -68,6 +68,7 @@ def run_line(folder, command, student_copy, kit_copy):
 
 @pytest.mark.parametrize("folder, command", [entry for entry in readme_commands() if entry[1] != "make test"],
                          ids=lambda value: str(value))
+@pytest.mark.slow(reason='runs each README command for real (make grade, make publish...) in a kit copy')
 def test_each_readme_command_works_as_written(folder, command, student_copy, kit_copy):
     done = run_line(folder, command, student_copy, kit_copy)
     output = done.stdout + done.stderr

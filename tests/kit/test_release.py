@@ -28,7 +28,8 @@ from grader.check.loader import load_definitions
 from grader.faults.bugs import BUGS
 from grader.paths import ROOT
 
-pytestmark = pytest.mark.kit
+pytestmark = [pytest.mark.kit,
+              pytest.mark.slow(reason='builds the student release and runs check.py and its notebook in fresh Pythons')]
 
 PYENV = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
 ATTENTION_STEPS = ("masking", "causal_attention", "mha_wrapper", "multihead_attention")

@@ -73,6 +73,7 @@ def runs(tmp_path_factory):
             "whole": whole}
 
 
+@pytest.mark.slow(reason='uses runs: a class graded whole, in slices and again through `python -m grader` and make')
 def test_a_slice_of_an_older_version_of_the_class_is_refused_with_the_command_that_grades_it_again(runs):
     stale, root = runs["stale"], runs["root"]
     assert stale.returncode == 1, "the merge kept d_other's grade from before its resubmission"
@@ -83,6 +84,7 @@ def test_a_slice_of_an_older_version_of_the_class_is_refused_with_the_command_th
     assert "--array=2 cluster/grade.sbatch" in stale.stderr
 
 
+@pytest.mark.slow(reason='uses runs: a class graded whole, in slices and again through `python -m grader` and make')
 def test_the_merged_class_after_the_advised_rerun_is_the_unsharded_run(runs):
     root = runs["root"]
     assert runs["merged"].returncode == 0, runs["merged"].stderr[-3000:]
@@ -91,6 +93,7 @@ def test_the_merged_class_after_the_advised_rerun_is_the_unsharded_run(runs):
     assert float(rows["d_other"]["total"]) == 100.0, "d_other's resubmission is graded"
 
 
+@pytest.mark.slow(reason='uses runs: a class graded whole, in slices and again through `python -m grader` and make')
 def test_the_merged_integrity_report_is_the_unsharded_one(runs):
     root = runs["root"]
     whole, merged = (root / "whole" / "integrity.csv").read_text(), (root / "merged" / "integrity.csv").read_text()
@@ -101,7 +104,8 @@ def test_the_merged_integrity_report_is_the_unsharded_one(runs):
     assert "4 submissions (4 with code read)" in page and "not available" not in page
 
 
-def test_a_merge_refuses_a_result_that_is_not_of_the_class_s_file(runs, tmp_path):
+@pytest.mark.slow(reason='uses runs: a class graded whole, in slices and again through `python -m grader` and make')
+def test_a_merge_refuses_a_result_that_is_not_of_the_class_s_file(runs, tmp_path, grader_cli):
     """A slice interrupted after the class changed keeps the older results of files it had not regraded yet:
     the merge checks every result against its slice's class, not only that a results file is there."""
     slices = [tmp_path / "out-1", tmp_path / "out-2"]
@@ -109,7 +113,7 @@ def test_a_merge_refuses_a_result_that_is_not_of_the_class_s_file(runs, tmp_path
         shutil.copytree(source, target)
     older = slices[1] / "results" / "d_other.json"
     older.write_text(older.read_text().replace('"fingerprint": "', '"fingerprint": "0', 1))
-    done = cli("merge", *slices, "--out", tmp_path / "merged")
+    done = grader_cli("merge", *slices, "--out", tmp_path / "merged", cwd=ROOT)
     assert done.returncode == 1 and f"slice 2/2 ({slices[1]}): the results of d_other are not" in done.stderr, \
         done.stderr
     assert f"make grade SUBMISSION={runs['folder']} SHARD=2/2 OUT={slices[1]}" in done.stderr
@@ -140,22 +144,23 @@ def test_a_sparse_array_is_refused_by_every_task_alike(count):
     assert len(said) == 1, said
 
 
-def test_a_bad_array_is_refused_before_anything_is_graded(tmp_path):
+def test_a_bad_array_is_refused_before_anything_is_graded(tmp_path, grader_cli):
     folder = tmp_path / "class"
     folder.mkdir()
     (folder / "alice.py").write_text(clean_solution())
-    done = cli("grade", folder, "--out", tmp_path / "out",
-               env=scheduler_free_env(**SPARSE, SLURM_ARRAY_TASK_ID="1", SHARD_COUNT="3"))
+    done = grader_cli("grade", folder, "--out", tmp_path / "out", cwd=ROOT,
+                      env=scheduler_free_env(**SPARSE, SLURM_ARRAY_TASK_ID="1", SHARD_COUNT="3"))
     assert done.returncode == 2 and "task IDs 1-9 are not slice numbers of SHARD_COUNT=3" in done.stderr, done.stderr
     assert not (tmp_path / "out" / "results").exists()
 
 
-def test_a_merge_into_an_out_holding_results_of_others_is_refused(runs, tmp_path):
+@pytest.mark.slow(reason='uses runs: a class graded whole, in slices and again through `python -m grader` and make')
+def test_a_merge_into_an_out_holding_results_of_others_is_refused(runs, tmp_path, grader_cli):
     """A merge into the OUT of an earlier run would show that run's other students on the report and the
     integrity page (they read OUT/results): refused, naming them."""
     out = tmp_path / "out"
     (out / "results").mkdir(parents=True)
     shutil.copy(runs["root"] / "whole" / "results" / "a_copy.json", out / "results" / "zed.json")
-    done = cli("merge", *runs["slices"], "--out", out)
+    done = grader_cli("merge", *runs["slices"], "--out", out, cwd=ROOT)
     assert done.returncode == 2 and "not in this class (zed)" in done.stderr, done.stderr
     assert not (out / "grades.csv").exists()

@@ -16,7 +16,8 @@ from grader.faults.bugs import BUGS, DEVELOPMENT_BUGS
 from grader.build.exercises import clean_solution, code_sections, exercise_module, notebook, release_files
 from grader.check.causes import CAUSES
 
-pytestmark = pytest.mark.kit
+pytestmark = [pytest.mark.kit,
+              pytest.mark.slow(reason='`python check.py STEP FILE` in a built release, once per family of mistakes')]
 
 BY_ID = {bug.id: bug for bug in BUGS + DEVELOPMENT_BUGS}
 SHARED_HEADS = (  # one dropout mask for every head: (b, 1, n, n), broadcast over the heads

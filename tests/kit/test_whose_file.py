@@ -264,16 +264,16 @@ def test_the_same_file_twice_in_a_zip_is_graded_once_and_said(tmp_path):
         collected.cleanup()
 
 
-def test_a_refused_duplicate_stops_the_run_before_grading(tmp_path):
+def test_a_refused_duplicate_stops_the_run_before_grading(tmp_path, grader_cli):
     archive = zip_with_duplicate(tmp_path / "class.zip", "# alice, first\n", "# alice, second\n")
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(archive), "--out", str(tmp_path / "out")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = grader_cli("grade", archive, "--out", tmp_path / "out", cwd=ROOT)
     assert done.returncode == 2 and "'alice/attention.py'" in done.stderr, done.stderr[-2000:]
     assert not (tmp_path / "out" / "grades.csv").exists()
 
 
 # ------------------------------------------------------------------------------------- end to end, once
 
+@pytest.mark.slow(reason='grades a week folder through `python -m grader grade`')
 def test_a_week_folder_grades_every_student(tmp_path, clean, stub):
     """The lost grade, end to end: `grade Submissions/` over `Week 3/<student>/attention.py`."""
     write_tree(tmp_path / "Submissions", {"Week 3/alice/attention.py": clean, "Week 3/bob/attention.py": stub})
