@@ -8,22 +8,24 @@ is shipped: a release never carries the grading engine by accident.
 """
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 from grader.paths import ROOT
 
 
-def module_path(name):
+def module_path(name: str) -> Path:
     """grader.check.testing -> ROOT/grader/check/testing.py (a package -> its __init__.py)."""
     base = ROOT.joinpath(*name.split("."))
     return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
 
 
-def imported_modules(path):
+def imported_modules(path: str | Path) -> set[str]:
     """The grader modules a source file imports (absolute `grader.x` imports, top level or not)."""
-    found = set()
+    found: set[str] = set()
     for node in ast.walk(ast.parse(Path(path).read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "grader":
+        if (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                and node.module.split(".")[0] == "grader"):
             found.add(node.module)
             for alias in node.names:  # `from grader.check import wire` imports a module
                 if module_path(f"{node.module}.{alias.name}").is_file():
@@ -33,7 +35,8 @@ def imported_modules(path):
     return found
 
 
-def modules_needed(entry_modules=(), entry_files=(), leave_out=()):
+def modules_needed(entry_modules: Iterable[str] = (), entry_files: Iterable[str] = (),
+                   leave_out: Iterable[str] = ()) -> list[Path]:
     """Sorted source paths of every grader module the entries need, with their packages' __init__.py;
     modules under the `leave_out` prefixes (e.g. grader.build: never run where this ships) are not followed."""
     todo = list(entry_modules)
@@ -53,13 +56,14 @@ def modules_needed(entry_modules=(), entry_files=(), leave_out=()):
     return sorted(module_path(name) for name in needed)
 
 
-def shipped_files(entry_modules=(), entry_files=(), leave_out=()):
+def shipped_files(entry_modules: Iterable[str] = (), entry_files: Iterable[str] = (), leave_out: Iterable[str] = ()
+                  ) -> dict[str, str]:
     """{path relative to the repository: text} of the modules the entries need."""
     return {str(path.relative_to(ROOT)): path.read_text(encoding="utf-8")
             for path in modules_needed(entry_modules, entry_files, leave_out)}
 
 
-def test_files(kinds=("public", "hidden")):
+def test_files(kinds: Iterable[str] = ("public", "hidden")) -> dict[str, str]:
     """{path relative to the repository: text} of the kit's test folders of `kinds` (packages)."""
     return {str(path.relative_to(ROOT)): path.read_text(encoding="utf-8")
             for kind in kinds for path in sorted((ROOT / "tests" / kind).glob("*.py"))}

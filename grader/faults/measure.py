@@ -20,27 +20,33 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TextIO
 
 from grader.chapter import STEP_KEYS
 from grader.faults.bugs import BUGS, DEVELOPMENT_BUGS
 from grader.faults.split import split_of
 from grader.faults.variants import VARIANTS
+from grader.faults.mutation import Bug, Mutation
 from grader.feedback.diagnosis import diagnose
+from grader.results import SubmissionResult
+
+Graded = dict[str, SubmissionResult]  # mutation id -> its graded result (grade_all)
 
 TARGET = 0.9  # share of all catalogue faults whose feedback names the expected cause (tests/kit/test_diagnosis.py)
 HELD_OUT_TARGETS = {"caught": 0.95, "named": 0.85}  # and no wrong cause, no cause for a variant
 
 
-def named_cause(result, step):
+def named_cause(result: SubmissionResult, step: str) -> str | None:
     """The cause the feedback names for `step` of a graded submission, or None."""
     found = diagnose(result.tests).get(step)
     return found["cause"] if found else None
 
 
-def diagnosis_rate(graded_bugs, bugs=None):
+def diagnosis_rate(graded_bugs: Graded, bugs: Iterable[Bug] | None = None) -> tuple[float, list[tuple[Bug, str | None]]]:
     """(share of bugs whose step names the expected cause, [(bug, named cause)] of the misses)."""
     bugs = [bug for bug in (BUGS if bugs is None else bugs) if bug.id in graded_bugs]
     misses = [(bug, named_cause(graded_bugs[bug.id], bug.step)) for bug in bugs]
@@ -48,7 +54,7 @@ def diagnosis_rate(graded_bugs, bugs=None):
     return (1 - len(misses) / len(bugs) if bugs else 1.0), misses
 
 
-def causes_named_for_variants(graded_variants, variants=None):
+def causes_named_for_variants(graded_variants: Graded, variants: Iterable[Mutation] | None = None) -> dict[str, dict[str, str]]:
     """{variant id: {step: cause}} for every correct variant whose feedback names any cause."""
     named = {}
     for variant in (VARIANTS if variants is None else variants):
@@ -64,17 +70,17 @@ def causes_named_for_variants(graded_variants, variants=None):
 @dataclass
 class Tally:
     """The figures of one split."""
-    faults: list = field(default_factory=list)
-    caught: list = field(default_factory=list)
-    named: list = field(default_factory=list)
-    wrong: list = field(default_factory=list)  # (bug, the cause named)
-    unnamed: list = field(default_factory=list)  # caught, no cause named
+    faults: list[Bug] = field(default_factory=list)
+    caught: list[Bug] = field(default_factory=list)
+    named: list[Bug] = field(default_factory=list)
+    wrong: list[tuple[Bug, str]] = field(default_factory=list)  # (bug, the cause named)
+    unnamed: list[Bug] = field(default_factory=list)  # caught, no cause named
 
-    def share(self, items):
+    def share(self, items: list[Any]) -> float:
         return len(items) / len(self.faults) if self.faults else 1.0
 
 
-def tally(graded_bugs, bugs, maxima):
+def tally(graded_bugs: Graded, bugs: Iterable[Bug], maxima: dict[str, float]) -> Tally:
     found = Tally()
     for bug in bugs:
         result = graded_bugs[bug.id]
@@ -91,7 +97,7 @@ def tally(graded_bugs, bugs, maxima):
     return found
 
 
-def grade_all(mutations, folder, jobs=None):
+def grade_all(mutations: Iterable[Mutation], folder: str | Path, jobs: int | None = None) -> Graded:
     """{id: SubmissionResult} for every mutation, `jobs` submissions at a time (default: one per core)."""
     from grader.markers import clean_solution
     from grader.check.suite import discover
@@ -108,11 +114,11 @@ def grade_all(mutations, folder, jobs=None):
         return dict(pool.map(one, mutations))
 
 
-def pct(part, whole):
+def pct(part: int, whole: int) -> str:
     return f"{part}/{whole} ({part / whole:.0%})" if whole else "0/0"
 
 
-def print_split(name, found, stream):
+def print_split(name: str, found: Tally, stream: TextIO) -> None:
     total = len(found.faults)
     print(f"{name}: {total} faults | caught {pct(len(found.caught), total)} | named specifically "
           f"{pct(len(found.named), total)} | wrong cause {len(found.wrong)}", file=stream)
@@ -123,8 +129,8 @@ def print_split(name, found, stream):
             caught = sum(bug.step == key for bug in found.caught)
             wrong = sum(bug.step == key for bug, _ in found.wrong)
             print(f"    {key:<20} {len(step):>3} faults: caught {caught}, named {named}, wrong {wrong}", file=stream)
-    for bug, named in found.wrong:
-        print(f"  wrong   {bug.id} [{bug.step}]: expected {bug.diagnosis}, feedback names {named}", file=stream)
+    for bug, cause in found.wrong:
+        print(f"  wrong   {bug.id} [{bug.step}]: expected {bug.diagnosis}, feedback names {cause}", file=stream)
     for bug in found.unnamed:
         print(f"  unnamed {bug.id} [{bug.step}]: expected {bug.diagnosis}, no cause named", file=stream)
     for bug in found.faults:
@@ -132,7 +138,7 @@ def print_split(name, found, stream):
             print(f"  missed  {bug.id} [{bug.step}]: not caught", file=stream)
 
 
-def parse(argv):
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m grader.faults.measure", description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("tuning", "held-out", "all"), default="all",
                         help="which faults to grade (default: all, each split reported apart)")
@@ -141,7 +147,7 @@ def parse(argv):
     return parser.parse_args(argv)
 
 
-def main(argv=None, stream=None):
+def main(argv: list[str] | None = None, stream: TextIO | None = None) -> int:
     from grader.check.suite import discover, max_points
 
     stream = stream or sys.stdout

@@ -13,7 +13,7 @@ class Mutation:
     replace: str
     source: str = ""  # where learners write it: an issue, pull request, commit or learner file
 
-    def apply(self, source=None):
+    def apply(self, source: str | None = None) -> str:
         source = clean_solution() if source is None else source
         count = source.count(self.find)
         if count != 1:

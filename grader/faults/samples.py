@@ -4,20 +4,23 @@ A dozen realistic submissions: correct files, typical bugs, the untouched
 stub, notebooks, partial work and a file that does not parse.
 """
 
+from collections.abc import Callable, Iterable, Mapping
+
 from grader.chapter import STEP_KEYS
 from grader.faults.bugs import BUGS
 from grader.faults.variants import VARIANTS
 
 BY_ID = {mutation.id: mutation for mutation in (*BUGS, *VARIANTS)}
+Sections = Callable[[str], Mapping[str, str]]  # source -> {step key: its code} (build.exercises.code_sections)
 
 
-def mutate(source, *ids):
+def mutate(source: str, *ids: str) -> str:
     for mutation_id in ids:
         source = BY_ID[mutation_id].apply(source)
     return source
 
 
-def with_stubs(source, stub, code_sections, keys):
+def with_stubs(source: str, stub: str, code_sections: Sections, keys: Iterable[str]) -> str:
     """`source` with the code of steps `keys` put back to the stub (unfinished work)."""
     done, todo = code_sections(source), code_sections(stub)
     for key in keys:
@@ -25,7 +28,8 @@ def with_stubs(source, stub, code_sections, keys):
     return source
 
 
-def sample_class(clean, stub, code_sections, notebook):
+def sample_class(clean: str, stub: str, code_sections: Sections, notebook: Callable[[Mapping[str, str]], str]
+                 ) -> dict[str, str]:
     unfinished = with_stubs(mutate(clean, "masking_hides_diagonal"), stub, code_sections,
                             STEP_KEYS[-2:])  # the chapter's last two steps not done yet
     broken = clean.replace("def context_vectors(attn_weights, values):",
@@ -47,7 +51,7 @@ def sample_class(clean, stub, code_sections, notebook):
     }
 
 
-def synthetic_class(clean, count):
+def synthetic_class(clean: str, count: int) -> dict[str, str]:
     """`count` submissions for benchmarks and resume tests: one in four correct (the clean
     solution or a variant), the rest one catalogue bug each, in a fixed order."""
     correct = [clean, *(variant.apply(clean) for variant in VARIANTS)]

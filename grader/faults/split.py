@@ -61,10 +61,10 @@ HELD_OUT = frozenset((
 ))
 
 
-def redraw():
+def redraw() -> frozenset[str]:
     """The held-out ids as the recorded procedure draws them (a kit test compares with HELD_OUT)."""
     return frozenset(random.Random(SEED).sample(sorted(POOL), math.ceil(SHARE * CATALOGUE_SIZE)))
 
 
-def split_of(bug_id):
+def split_of(bug_id: str) -> str:
     return "held-out" if bug_id in HELD_OUT else "tuning"

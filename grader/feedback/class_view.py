@@ -10,21 +10,42 @@ each check, most common first.
 """
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from grader.chapter import BY_KEY, STEP_KEYS
 from grader.check.causes import CAUSES
 from grader.feedback import diagnosis, page
+from grader.results import TestResult
 from grader.sandbox.limits import Limit
 from grader.text import clean
 from grader.text import html as esc
 
 NOT_DONE = ("not implemented yet", "is not defined in your submission")
 ROSTER_IDS = ("canvas_id", "participant_id", "sis_user_id", "email", "username", "idnumber", "sis_login_id")
+Record = dict[str, Any]  # OUT/class.json as read: plain JSON
+Row = dict[str, Any]  # one student's row of the table (student_rows)
+Counts = list[tuple[str, int]]  # (cause title, how many), most common first
 
 
-def read_class(out):
+@dataclass
+class Submission:
+    """One graded submission as the report and the class view read it (report.load): final scores once
+    `apply_finals` ran."""
+    name: str
+    score: float
+    steps: dict[str, float]
+    seconds: float
+    problems: list[Any]
+    diagnosis: dict[str, Any]  # step -> its diagnosis or None
+    limits: list[dict[str, Any]]
+    tests: list[TestResult] = field(default_factory=list)
+
+
+def read_class(out: str | Path) -> Record:
     try:
         data = json.loads((Path(out) / "class.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -32,7 +53,7 @@ def read_class(out):
     return data if isinstance(data, dict) else {}
 
 
-def apply_finals(submissions, record):
+def apply_finals(submissions: Iterable[Submission], record: Record) -> None:
     """Give each submission its final score and steps (overrides applied), as grades.csv shows them."""
     final = record.get("final") or {}
     for submission in submissions:
@@ -50,7 +71,7 @@ def _student_of(name, record):
     return {}
 
 
-def who(name, record):
+def who(name: str, record: Record) -> tuple[str, str]:
     """(display name, id) of a submission: the roster's name and id, else the LMS download's, else its name."""
     student = _student_of(name, record)
     origin = (record.get("origins") or {}).get(name) or {}
@@ -59,7 +80,7 @@ def who(name, record):
     return clean(display), clean(ident)
 
 
-def not_graded(submission):
+def not_graded(submission: Submission) -> str | None:
     """Why a file could not be graded at all (empty, binary, not a notebook, not unpacked), in the words of
     its feedback page's loading problems; None for a file that was graded. Such a file has that problem as
     the message of every check (judging.model.zero_result)."""
@@ -70,7 +91,7 @@ def not_graded(submission):
     return None
 
 
-def what_went_wrong(submission, maxima):
+def what_went_wrong(submission: Submission, maxima: Mapping[str, float]) -> list[str]:
     """Short phrases: why the file was not graded at all, or per step that lost points its diagnosed cause
     (or 'not done', or 'no known cause'), then limits hit and files that did not load."""
     why = not_graded(submission)
@@ -98,7 +119,7 @@ def what_went_wrong(submission, maxima):
     return phrases
 
 
-def student_rows(submissions, record, maxima):
+def student_rows(submissions: Iterable[Submission], record: Record, maxima: Mapping[str, float]) -> list[Row]:
     """One dict per submission, in name order: who, id, total, steps, late, what went wrong, overrides."""
     final = record.get("final") or {}
     rows = []
@@ -112,16 +133,16 @@ def student_rows(submissions, record, maxima):
     return rows
 
 
-def not_submitted(record):
+def not_submitted(record: Record) -> list[tuple[str, str]]:
     """The roster students with no submission: [(name, id)]."""
     return [(clean(student.get("name") or ""),
              clean(next((student[key] for key in ROSTER_IDS if student.get(key)), "")))
             for student in record.get("students") or [] if not student.get("submission")]
 
 
-def check_causes(submissions):
+def check_causes(submissions: Iterable[Submission]) -> dict[str, Counts]:
     """{check name: [(cause title, count)]}: the diagnosed cause behind each failure of each check."""
-    found = {}
+    found: dict[str, dict[str, int]] = {}
     for submission in submissions:
         refused = not_graded(submission)
         for test in submission.tests:
@@ -141,9 +162,9 @@ def check_causes(submissions):
     return {name: sorted(counts.items(), key=lambda item: -item[1]) for name, counts in found.items()}
 
 
-def step_causes(submissions):
+def step_causes(submissions: Iterable[Submission]) -> dict[str, Counts]:
     """{step: [(cause title, count)]}: the causes diagnosed for each step, most common first."""
-    found = {}
+    found: dict[str, dict[str, int]] = {}
     for submission in submissions:
         for step, diagnosed in (submission.diagnosis or {}).items():
             if diagnosed:
@@ -153,7 +174,7 @@ def step_causes(submissions):
     return {step: sorted(counts.items(), key=lambda item: -item[1]) for step, counts in found.items()}
 
 
-def causes_text(pairs, limit=2):
+def causes_text(pairs: Counts, limit: int = 2) -> str:
     return "; ".join(f"{title} ({count})" for title, count in pairs[:limit]) + (
         f"; {len(pairs) - limit} more" if len(pairs) > limit else "")
 
@@ -164,7 +185,7 @@ def _link(name, out):
     return f"<a href='{esc('feedback/' + quote(name) + '.html')}'>{esc(name)}</a>" if page.is_file() else esc(name)
 
 
-def students_section(rows, maxima, out):
+def students_section(rows: Sequence[Row], maxima: Mapping[str, float], out: str | Path) -> str:
     """The per-student table (final scores; overridden steps and totals marked with *)."""
     with_late = any(row["late"] is not None for row in rows)
     head = ("<tr><th>student</th><th>id</th><th>submission</th><th>total</th>"
@@ -187,7 +208,7 @@ def students_section(rows, maxima, out):
             + "); * overridden, see below.</p><table class='students'>" + head + "".join(body) + "</table>")
 
 
-def missing_section(missing):
+def missing_section(missing: Sequence[tuple[str, str]]) -> str:
     if not missing:
         return ""
     return (f"<h2 id='missing'>Did not submit ({len(missing)})</h2><p>"
@@ -196,7 +217,7 @@ def missing_section(missing):
             + "</p>")
 
 
-def overrides_section(rows):
+def overrides_section(rows: Iterable[Row]) -> str:
     listed = [(row, item) for row in rows for item in row["overrides"]]
     if not listed:
         return ""
@@ -206,7 +227,7 @@ def overrides_section(rows):
                 f"{item['points']:g}</td><td>{esc(item['reason'])}</td></tr>" for row, item in listed) + "</table>")
 
 
-def summary_lines(rows, missing):
+def summary_lines(rows: Iterable[Row], missing: Sequence[tuple[str, str]]) -> list[str]:
     """Terminal lines that agree with the per-student table."""
     lines = []
     late = [row["submission"] for row in rows if row["late"]]

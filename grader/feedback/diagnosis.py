@@ -13,8 +13,14 @@ Nothing here knows a hidden expected value.
 """
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
 from grader.check.causes import CAUSES, crash_cause, name_cause, observation, weigh
+from grader.results import TestResult
+
+Record = dict[str, Any]  # a test as in results.json (name, score, max_score, output, details)
+Observation = dict[str, Any]  # one probe's finding (grader.check.causes.observation)
 
 # Weight of each kind of evidence: the order in which a step's evidence is quoted.
 STRENGTH = {"signature": 3, "property": 2, "crash": 1}
@@ -28,13 +34,13 @@ PROPERTY_SIGNS = (
 )
 
 
-def describe(key):
+def describe(key: str) -> str:
     """The cause's sentence: what is wrong, then what to do."""
     cause = CAUSES[key]
     return f"{cause.title}; {cause.fix}"
 
 
-def observations_of(test):
+def observations_of(test: Record) -> tuple[list[Observation], list[Observation]]:
     """(strong, weak): the observations one failed test carries (a dict as in results.json plus `details`):
     its probes' and signatures', and those read from its crash."""
     details = test.get("details") or {}
@@ -54,13 +60,13 @@ def observations_of(test):
     return strong, weak
 
 
-def rule(strong, weak):
+def rule(strong: list[Observation], weak: list[Observation]) -> str | None:
     """The cause to name (grader.check.causes.name_cause: crash patterns count only when nothing else
     supports a cause)."""
     return name_cause(strong + weak)
 
 
-def evidence_of(test):
+def evidence_of(test: Record) -> tuple[str | None, int]:
     """(cause, strength) of one failing test on its own, or (None, 0)."""
     strong, weak = observations_of(test)
     cause = rule(strong, weak)
@@ -72,7 +78,7 @@ def evidence_of(test):
     return cause, STRENGTH["property"] if strong else STRENGTH["crash"]
 
 
-def diagnose_step(tests):
+def diagnose_step(tests: Iterable[Record]) -> Record | None:
     """The step's cause from its failing tests: {cause, title, fix, evidence, test} or None. The evidence quotes
     the failed checks that speak for the cause, the most telling first (a row sum says more than "outputs
     differ")."""
@@ -89,7 +95,7 @@ def diagnose_step(tests):
     for test in failing:
         test_strong, test_weak = observations_of(test)
         if best in weigh(test_strong + test_weak)[0]:
-            kind = (test.get("details") or {}).get("kind")
+            kind = (test.get("details") or {}).get("kind") or ""
             strength = STRENGTH.get(kind, STRENGTH["property"]) if test_strong else STRENGTH["crash"]
             support.append((strength, test))
     # Properties first (they state what is wrong with the output), then signatures, then crashes.
@@ -107,10 +113,11 @@ def diagnose_step(tests):
             "test": ranked[0][1]["name"] if ranked else failing[0]["name"], "evidence": "; ".join(clauses)}
 
 
-def diagnose(tests):
+def diagnose(tests: Iterable[TestResult | Record]) -> dict[str, Record | None]:
     """{step: diagnosis or None} for the steps that lost points; `tests` are TestResults or
     results.json entries (with the per-test `extra_data` this grader writes)."""
-    records, failed_steps = {}, []
+    records: dict[str, list[Record]] = {}
+    failed_steps: list[str] = []
     for test in tests:
         record = as_record(test)
         step = record["name"].partition(":")[0]
@@ -120,7 +127,7 @@ def diagnose(tests):
     return {step: diagnose_step(records[step]) for step in failed_steps}
 
 
-def as_record(test):
+def as_record(test: TestResult | Record) -> Record:
     """A test result as a plain dict: name, score, max_score, output, visibility, details."""
     if isinstance(test, dict):
         record = dict(test)
@@ -130,7 +137,7 @@ def as_record(test):
             "visibility": test.visibility, "details": getattr(test, "details", None) or {}}
 
 
-def first_clause(message, limit=240):
+def first_clause(message: str, limit: int = 240) -> str:
     """The observation at the start of a failure message, before its advice: the first line, up to the
     first "; " outside parentheses, shortened."""
     text = message.split("\n", 1)[0]

@@ -28,9 +28,12 @@ import math
 import re
 import sys
 import time
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 from urllib.parse import quote
 
 from grader.check.causes import CAUSES
@@ -76,17 +79,22 @@ TOKEN = re.compile("|".join((
 )))  # whitespace and line continuations match nothing: finditer steps over them
 KEPT_NAMES = set(keyword.kwlist) | set(dir(builtins)) | {"self", "cls"}
 NOT_IMPLEMENTED = re.compile(r"not implemented yet|NotImplementedError")
+Token = tuple[str | None, str, int]  # (kind: comment, string, name, number or op; text; start in the code)
+Place = tuple[str, int, int]  # (function, first line, last line) in a file
+Failure = tuple[str, str, str, str]  # (check, visibility, output, known mistake or GENERIC or "")
+Shared = list[tuple[Any, int]]  # (item, how many submissions have it)
+Sources = dict[str, str] | Iterable[tuple[str, Path | None]] | None  # class_code's input
 
 
 @dataclass
 class Student:
     name: str
     code: str = ""  # the submitted code (a notebook's code cells joined), "" when unreadable or not given
-    found: list = field(default_factory=list)  # tokens(code)
-    own: set = field(default_factory=set)  # the code's fingerprints, less the boilerplate's
-    structure: dict = field(default_factory=dict)  # syntax-tree fingerprint -> (function, lines), less boilerplate
-    failures: dict = field(default_factory=dict)  # signature -> (check, visibility, output)
-    details: dict = field(default_factory=dict)  # key -> what to show
+    found: list[Token] = field(default_factory=list)  # tokens(code)
+    own: set[int] = field(default_factory=set)  # the code's fingerprints, less the boilerplate's
+    structure: dict[str, Place] = field(default_factory=dict)  # syntax-tree fingerprint -> where, less boilerplate
+    failures: dict[str, Failure] = field(default_factory=dict)  # signature -> (check, visibility, output, known)
+    details: dict[str, str] = field(default_factory=dict)  # key -> what to show
 
 
 @dataclass
@@ -98,12 +106,12 @@ class Pair:
     behaviour: float = 0.0
     details: float = 0.0
     shared_prints: int = 0
-    shared_structure: list = field(default_factory=list)  # (fingerprint, how many submissions have it)
-    shared_failures: list = field(default_factory=list)  # (signature, how many submissions have it)
-    shared_details: list = field(default_factory=list)
+    shared_structure: Shared = field(default_factory=list)  # (fingerprint, how many submissions have it)
+    shared_failures: Shared = field(default_factory=list)  # (signature, how many submissions have it)
+    shared_details: Shared = field(default_factory=list)
 
     @property
-    def code(self):
+    def code(self) -> float:
         """The code signal: structure, or tokens as far as structure backs them (at most TOKEN_SUPPORT times
         it). Structure keeps a renamed, reworded, reordered copy; tokens also change when a student types a
         public write-up with other brackets, line breaks or order, so tokens that structure (which removes the
@@ -111,17 +119,17 @@ class Pair:
         return max(self.structure, min(self.tokens, TOKEN_SUPPORT * self.structure))
 
     @property
-    def score(self):
+    def score(self) -> float:
         return (WEIGHTS["code"] * self.code + WEIGHTS["behaviour"] * self.behaviour
                 + WEIGHTS["details"] * self.details)
 
     @property
-    def flagged(self):
+    def flagged(self) -> bool:
         return self.score > THRESHOLD
 
 
 # --- reading code --------------------------------------------------------------------------------------------------
-def read_code(path):
+def read_code(path: str | Path) -> str:
     """The code of a .py or .ipynb submission (cells joined; its first MAX_CODE characters), or "" when it
     cannot be read."""
     try:
@@ -130,14 +138,14 @@ def read_code(path):
         return ""
 
 
-def tokens(code):
+def tokens(code: str) -> list[Token]:
     """[(kind, text, start)] of `code`: comments, strings, names, numbers and operators, by one regular
     expression (the stdlib tokenizer splits the same way at four times the cost: docs/integrity.md).
     Whitespace, and characters no token takes (a stray `$`, the quote of an unterminated string), are skipped."""
     return [(match.lastgroup, match.group(), match.start()) for match in TOKEN.finditer(code)]
 
 
-def without_lines(code, found, lines):
+def without_lines(code: str, found: Iterable[Token], lines: Container[str]) -> list[Token]:
     """The tokens of `found` that do not stand on a line of `lines` (stripped): a student's own tokens once
     every line typed from the book or the starter file is taken out. Fingerprints alone would keep the
     k-grams that straddle two boilerplate lines (a solved function, then the notebook's demo line)."""
@@ -154,7 +162,7 @@ def without_lines(code, found, lines):
     return kept
 
 
-def written(found):
+def written(found: Iterable[Token]) -> list[tuple[str, int, int]]:
     """[(what, start, end)]: each token as copydetect's filter writes it (names V, defined functions F,
     classes O, strings S; comments dropped), and where it stands in the code. copydetect's own filter
     lexes with Pygments, which costs four times the regular expression of `tokens` again."""
@@ -171,12 +179,12 @@ def written(found):
     return out
 
 
-def normalise(found):
+def normalise(found: Iterable[Token]) -> str:
     """The normalised code: what the fingerprints are taken of (whitespace is gone with the tokens)."""
     return "".join(what for what, _, _ in written(found))
 
 
-def origins(found):
+def origins(found: Iterable[Token]) -> list[tuple[int, int]]:
     """Per character of normalise(found): (start, end) in the code of the token it came from."""
     spans = []
     for what, start, end in written(found):
@@ -185,7 +193,7 @@ def origins(found):
 
 
 @functools.lru_cache(maxsize=None)
-def copydetect_utils():
+def copydetect_utils() -> ModuleType | None:
     """copydetect.utils (its k-gram hashing and document fingerprints), or None where copydetect is not
     installed (the code signal is then left out). Imported without running the package's __init__, which
     loads its HTML report and the report's plots (matplotlib.pyplot: 0.4 s of every class run) for nothing
@@ -213,23 +221,25 @@ def copydetect_utils():
             sys.modules.pop("copydetect", None)
 
 
-def fingerprints(text):
+def fingerprints(text: str) -> set[int]:
     """Every k-gram of the normalised code, hashed (copydetect's hashed_kgrams: window 1, all of them, so
     that the result does not depend on Python's per-process string hashes)."""
-    if copydetect_utils() is None or len(text) < K:
+    utils = copydetect_utils()
+    if utils is None or len(text) < K:
         return set()
-    return set(copydetect_utils().hashed_kgrams(text, K).tolist())
+    return set(utils.hashed_kgrams(text, K).tolist())
 
 
-def positions(text):
+def positions(text: str) -> dict[int, int]:
     """{fingerprint: first position in text} (copydetect's document fingerprints), for the side-by-side view."""
-    if copydetect_utils() is None or len(text) < K:
+    utils = copydetect_utils()
+    if utils is None or len(text) < K:
         return {}
-    _, where = copydetect_utils().get_document_fingerprints(text, K, 1)
+    _, where = utils.get_document_fingerprints(text, K, 1)
     return {int(hashed): int(min(found)) for hashed, found in where.items()}
 
 
-def boilerplate_code():
+def boilerplate_code() -> list[str]:
     """The code everyone may share: the starter files (the notebook's setup and check cells too), the
     reference solution, the chapter's listings and the chapter's public write-ups (public_corpora/)."""
     texts = [read_code(path) for path in (*STARTERS, SOLUTION) if path.is_file()]
@@ -240,7 +250,7 @@ def boilerplate_code():
 
 
 @functools.lru_cache(maxsize=1)
-def known_mistakes():
+def known_mistakes() -> tuple[str, ...]:
     """The titles of the fault catalogue's mistakes, lower case: an output that names one shows a mistake the
     chapter's students are known to make, which two honest students make independently."""
     return tuple(cause.title.lower() for cause in CAUSES.values())
@@ -249,14 +259,14 @@ def known_mistakes():
 GENERIC = "a failure without a measured value (an interface or crash message every student with that design gets)"
 
 
-def known_mistake(output):
+def known_mistake(output: str) -> str:
     """The catalogue mistake an output names ("" when none): the grader names a cause only when sure."""
     text = " ".join(output.split()).lower()
     return next((title for title in known_mistakes() if title in text), "")
 
 
 # --- the signals ---------------------------------------------------------------------------------------------------
-def failure_signatures(result):
+def failure_signatures(result: SubmissionResult | dict[str, Any]) -> dict[str, Failure]:
     """{signature: (check, visibility, output, known)} for each check of `result` (a SubmissionResult, or its
     results.json dict) failed with a wrong output (not a stub, a limit). `known`: the mistake of the fault
     catalogue the output names, GENERIC for an output with no number in it (a missing attribute, a crash: not
@@ -264,7 +274,7 @@ def failure_signatures(result):
     known mistake gives one signature, the mistake's, and one output printed by several checks is one
     signature: one mistake fails many checks, and is one piece of evidence (a weak one for a known or generic
     mistake: mistake_weight), not one per check."""
-    found = {}
+    found: dict[str, Failure] = {}
     for test in as_result(result).tests:
         if test.passed:
             continue
@@ -281,10 +291,11 @@ def failure_signatures(result):
     return found
 
 
-def unusual_details(found, usual):
+def unusual_details(found: Iterable[Token], usual: Container[str]) -> dict[str, str]:
     """{key: shown text}: names the file defines or uses (not library attributes), comments, long strings
     and commented-out code, less those in `usual` (the boilerplate's); `found` is tokens(code)."""
-    details, before = {}, ("", "")
+    details: dict[str, str] = {}
+    before = ("", "")
     for kind, text, _ in found:
         if kind == "name" and COINED.search(text) and text not in KEPT_NAMES and (
                 before[1] != "." or before[0] == "self"):
@@ -319,25 +330,26 @@ def _is_code(text):
     return any(isinstance(node, (ast.Call, ast.Assign, ast.AugAssign, ast.Return)) for node in ast.walk(tree))
 
 
-def mistake_weight(student, signature):
+def mistake_weight(student: Student, signature: str) -> float:
     """A shared wrong output that names a known mistake weighs KNOWN_MISTAKE; a rare, unexplained one weighs 1."""
     return KNOWN_MISTAKE if student.failures[signature][3] else 1.0
 
 
-def rarity(count, total):
+def rarity(count: int, total: int) -> float:
     """The weight of an item `count` of `total` submissions have: 1 when only a pair has it, falling
     like an inverse document frequency, log(total / count), the more others have it."""
     return math.log(total / count) / math.log(total / 2) if total > 2 else 1.0
 
 
-def shared_weights(students, attribute, factor=None):
+def shared_weights(students: Sequence[Student], attribute: str, factor: Callable[[Student, Any], float] | None = None
+                   ) -> dict[tuple[int, int], tuple[float, Shared]]:
     """{(i, j): (weighted sum, [(item, count)])} over the items two students share, rare items only;
     `factor(student, item)` scales an item's weight (a known mistake weighs less)."""
-    owners = {}
+    owners: dict[Any, list[int]] = {}
     for index, student in enumerate(students):
         for item in getattr(student, attribute):
             owners.setdefault(item, []).append(index)
-    sums = {}
+    sums: dict[tuple[int, int], tuple[float, Shared]] = {}
     for item, who in owners.items():
         if not 2 <= len(who) <= COMMON:
             continue
@@ -352,7 +364,7 @@ def shared_weights(students, attribute, factor=None):
 
 
 # --- the class -----------------------------------------------------------------------------------------------------
-def class_code(sources):
+def class_code(sources: Sources) -> dict[str, str]:
     """{name: code} of the class's (name, path) list (a path of None: no code), the input of the code and details
     signals. One function for both paths: a whole-class run reads its files here, and each slice of a sharded
     class reads its own here and keeps them for `merge`, which passes them back as this dict (cohort.shards)."""
@@ -361,7 +373,7 @@ def class_code(sources):
     return {name: read_code(path) for name, path in sources or () if path is not None}
 
 
-def load_students(out, sources):
+def load_students(out: str | Path, sources: Sources) -> list[Student]:
     """The graded students of OUT with their failures, and their code where `sources` gives it (class_code)."""
     codes = class_code(sources)
     students = []
@@ -376,7 +388,7 @@ def load_students(out, sources):
     return students
 
 
-def compare(students):
+def compare(students: Sequence[Student]) -> list[Pair]:
     """Every pair with some evidence, highest score first."""
     boilerplate = boilerplate_code()
     common, usual, lines, public = set(), set(), set(), set()
@@ -417,7 +429,7 @@ def compare(students):
     return sorted((p for p in pairs.values() if p.score > 0), key=lambda p: (-p.score, p.a.name, p.b.name))
 
 
-def reasons(pair):
+def reasons(pair: Pair) -> str:
     """One line per signal, for the CSV (the page shows each in full)."""
     parts = []
     if pair.code:
@@ -436,7 +448,7 @@ def reasons(pair):
     return "; ".join(parts)
 
 
-def csv_text(pairs):
+def csv_text(pairs: Iterable[Pair]) -> str:
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(["student_a", "student_b", "score", "flagged", "reasons"])
@@ -447,7 +459,7 @@ def csv_text(pairs):
 
 
 # --- the page ------------------------------------------------------------------------------------------------------
-def matching_blocks(pair):
+def matching_blocks(pair: Pair) -> list[tuple[int, int, int, int]]:
     """[(a_start, a_end, b_start, b_end)] in characters of the two files' code: the shared rare regions,
     found as runs of fingerprints that sit in the same order in both files (so that functions moved
     around still line up block by block), without overlaps in either file."""
@@ -455,13 +467,15 @@ def matching_blocks(pair):
     a_spans, b_spans = origins(a.found), origins(b.found)
     a_at, b_at = positions(normalise(a.found)), positions(normalise(b.found))
     starts = sorted((a_at[h], b_at[h]) for h in a.own & b.own if h in a_at and h in b_at)
-    runs = []
+    runs: list[list[int]] = []  # [a first, a last, b first, b last] start of a run's fingerprints
     for i, j in starts:
         if runs and 0 < i - runs[-1][1] <= 2 * K and abs((j - i) - (runs[-1][3] - runs[-1][1])) <= K:
             runs[-1][1], runs[-1][3] = i, j
         else:
             runs.append([i, i, j, j])
-    blocks, a_end, b_ends = [], 0, []
+    blocks: list[tuple[int, int, int, int]] = []
+    a_end = 0
+    b_ends: list[tuple[int, int]] = []
     for i0, i1, j0, j1 in runs:
         i1, j1 = min(i1 + K, len(a_spans)), min(j1 + K, len(b_spans))
         i0 = max(i0, a_end)  # a k-gram reaches K characters past its start: the next run may begin inside
@@ -473,9 +487,9 @@ def matching_blocks(pair):
     return blocks
 
 
-def shared_functions(pair):
+def shared_functions(pair: Pair) -> list[tuple[tuple[Place, Place], int]]:
     """[((function of a, function of b), pieces)]: where the pair's shared structure sits, most first."""
-    counts = {}
+    counts: dict[tuple[Place, Place], int] = {}
     for key, _ in pair.shared_structure:
         place = (pair.a.structure[key], pair.b.structure[key])
         counts[place] = counts.get(place, 0) + 1
@@ -489,7 +503,7 @@ def _places_text(places):
     return "; ".join(f"{esc(name(where_a))} and {esc(name(where_b))} ({count})" for (where_a, where_b), count in places)
 
 
-def failure_kind(known):
+def failure_kind(known: str) -> str:
     """How a shared failure counts, in words."""
     if not known:
         return "specific, not a known mistake (counts in full)"
@@ -497,7 +511,7 @@ def failure_kind(known):
     return f"{kind}{known} (weighs {KNOWN_MISTAKE:g})"
 
 
-def discounted(pair):
+def discounted(pair: Pair) -> str:
     """What was left out of this pair's evidence, in words."""
     known = sorted({pair.a.failures[s][3] for s, _ in pair.shared_failures if pair.a.failures[s][3]})
     parts = ["code also in the book's listings, the starter file, the reference solution or the chapter's public "
@@ -509,7 +523,7 @@ def discounted(pair):
     return "; ".join(parts) + "."
 
 
-def numbered_lines(code, first, last, limit=40):
+def numbered_lines(code: str, first: int, last: int, limit: int = 40) -> str:
     """Lines first..last (1-based) of `code`, numbered and escaped for HTML (at most `limit`)."""
     lines = code.split("\n")[first - 1:min(last, first + limit - 1)]
     width = len(str(first + len(lines)))
@@ -517,7 +531,7 @@ def numbered_lines(code, first, last, limit=40):
                      for index, line in enumerate(lines))
 
 
-def snippet(code, start, end):
+def snippet(code: str, start: int, end: int) -> str:
     """The whole lines of `code` around [start, end), the shared part marked, escaped for HTML."""
     first = code.rfind("\n", 0, start) + 1
     last = code.find("\n", end)
@@ -529,17 +543,17 @@ def snippet(code, start, end):
     return "\n".join(f"<span class='ln'>{number + index:>{width}}</span> {line}" for index, line in enumerate(lines))
 
 
-def shorten(text, limit):
+def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def student_link(name, out):
+def student_link(name: str, out: str | Path) -> str:
     page = Path(out) / "feedback" / f"{name}.html"
     href = esc(f"feedback/{quote(name)}.html")
     return f"<a href='{href}'>{esc(name)}</a>" if page.is_file() else esc(name)
 
 
-def pair_section(index, pair, out):
+def pair_section(index: int, pair: Pair, out: str | Path) -> str:
     a, b = pair.a, pair.b
     parts = [f"<section id='pair-{index}'><h3>{index}. {student_link(a.name, out)} and {student_link(b.name, out)}"
              f" <small>score {pair.score:.2f}{' · above the threshold' if pair.flagged else ''}</small></h3><ul>"]
@@ -582,7 +596,7 @@ def pair_section(index, pair, out):
     return "".join(parts)
 
 
-def page(pairs, students, out, seconds):
+def page(pairs: Sequence[Pair], students: Sequence[Student], out: str | Path, seconds: float) -> str:
     flagged = [pair for pair in pairs if pair.flagged]
     with_code = sum(bool(s.code) for s in students)
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Cohort integrity</title>"
@@ -637,16 +651,16 @@ def page(pairs, students, out, seconds):
     return "\n".join(parts)
 
 
-def expected_false_flags(size):
+def expected_false_flags(size: int) -> float:
     """The honest pairs expected above the threshold in a class of `size` (the null model's rate per pair)."""
     return NULL_RATE * size * (size - 1) / 2
 
 
-def shown_count(pairs):
+def shown_count(pairs: Iterable[Pair]) -> int:
     return max(SHOWN_PAIRS, sum(pair.flagged for pair in pairs))
 
 
-def write_integrity(out, sources=None):
+def write_integrity(out: str | Path, sources: Sources = None) -> str:
     """Write OUT/integrity.html and OUT/integrity.csv; `sources` is the class's (name, path) list or its
     slices' {name: code} (class_code; None: the files are not at hand, and only behaviour is compared).
     Returns a summary."""

@@ -43,19 +43,20 @@ SELF_ATTRIBUTE = re.compile(r"\bself\.(\w+)\s*(?:[,:)]|[-+*/]?=(?!=))|register_b
 
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+Where = tuple[tuple[str, int, int], list[ast.stmt]]  # ((function, first line, last line), its statements)
 
 
 class Canon:
     """Writes the canonical text of one file's statements; knows the names the file defines."""
 
-    def __init__(self, code):
+    def __init__(self, code: str) -> None:
         # from the text, not a walk of the tree (ast.walk is most of the cost): an approximation is enough
         self.functions = set(DEFINED.findall(code))
         self.attributes = {name for pair in SELF_ATTRIBUTE.findall(code) for name in pair if name}
-        self.collected = []  # canonical sub-expressions met since the last reset, for the fingerprints
+        self.collected: list[str] = []  # canonical sub-expressions met since the last reset, for the fingerprints
 
     # --- expressions ---------------------------------------------------------------------------------------------
-    def expr(self, node):
+    def expr(self, node: ast.AST) -> str:
         method = getattr(self, "e_" + type(node).__name__, None)
         if method is not None:
             text = method(node)
@@ -66,12 +67,12 @@ class Canon:
                  for child in ast.iter_child_nodes(node) if not isinstance(child, (ast.expr_context,))]
         return f"{type(node).__name__}({','.join(parts)})"
 
-    def e_Name(self, node):
+    def e_Name(self, node: ast.Name) -> str:
         if node.id in self.functions:
             return "F"
         return node.id if node.id in LIBRARY else "V"
 
-    def e_Constant(self, node):
+    def e_Constant(self, node: ast.Constant) -> str:
         value = node.value
         if isinstance(value, str):
             return "S"
@@ -79,7 +80,7 @@ class Canon:
             return "NEG"
         return repr(value)
 
-    def e_Attribute(self, node):
+    def e_Attribute(self, node: ast.Attribute) -> str:
         base = self.expr(node.value)
         if node.attr in ("T", "mT"):
             return f"SWAP({base})"
@@ -93,7 +94,7 @@ class Canon:
             return f"{base}.F"
         return f"{base}.{node.attr}"
 
-    def e_UnaryOp(self, node):
+    def e_UnaryOp(self, node: ast.UnaryOp) -> str:
         inner = self.expr(node.operand)
         if isinstance(node.op, ast.USub):
             if inner == "INF":
@@ -105,7 +106,7 @@ class Canon:
             return f"NOT({inner})"
         return f"{type(node.op).__name__}({inner})"
 
-    def e_BinOp(self, node):
+    def e_BinOp(self, node: ast.BinOp) -> str:
         left, right = self.expr(node.left), self.expr(node.right)
         op = node.op
         if isinstance(op, ast.MatMult):
@@ -130,7 +131,7 @@ class Canon:
             return "NEG"
         return f"{type(op).__name__.upper()}({left},{right})"
 
-    def e_Call(self, node):
+    def e_Call(self, node: ast.Call) -> str:
         func = node.func
         args = [self.expr(arg) for arg in node.args]
         keywords = sorted(f"{kw.arg}={self.expr(kw.value)}" for kw in node.keywords)
@@ -186,36 +187,36 @@ class Canon:
             head = self.expr(func)
         return f"{head}({','.join(args + keywords)})"
 
-    def e_Subscript(self, node):
+    def e_Subscript(self, node: ast.Subscript) -> str:
         return f"{self.expr(node.value)}[{self.expr(node.slice)}]"
 
-    def e_Slice(self, node):
+    def e_Slice(self, node: ast.Slice) -> str:
         return ":".join("" if part is None else self.expr(part) for part in (node.lower, node.upper, node.step))
 
-    def e_Tuple(self, node):
+    def e_Tuple(self, node: ast.Tuple | ast.List) -> str:
         return "(" + ",".join(self.expr(element) for element in node.elts) + ")"
 
     e_List = e_Tuple
 
-    def e_Compare(self, node):
+    def e_Compare(self, node: ast.Compare) -> str:
         parts = [self.expr(node.left)] + [f"{type(op).__name__}{self.expr(c)}" for op, c in
                                            zip(node.ops, node.comparators)]
         return "CMP(" + ",".join(parts) + ")"
 
-    def e_JoinedStr(self, node):
+    def e_JoinedStr(self, node: ast.JoinedStr) -> str:
         return "S"
 
-    def e_Lambda(self, node):
+    def e_Lambda(self, node: ast.Lambda) -> str:
         return f"LAMBDA({self.expr(node.body)})"
 
-    def e_ListComp(self, node):
+    def e_ListComp(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp) -> str:
         return f"COMP({self.expr(node.elt)};" + ";".join(self.expr(g.iter) for g in node.generators) + ")"
 
     e_GeneratorExp = e_ListComp
     e_SetComp = e_ListComp
 
     # --- statements ----------------------------------------------------------------------------------------------
-    def statements(self, body):
+    def statements(self, body: list[ast.stmt]) -> list[str]:
         """[canonical text] of a body, nested blocks included once as their own entries too."""
         found = []
         for node in body:
@@ -229,7 +230,7 @@ class Canon:
                     found += self.statements(inner)
         return found
 
-    def statement(self, node):
+    def statement(self, node: ast.stmt) -> str:
         if isinstance(node, ast.Expr):
             value = node.value
             if isinstance(value, ast.Constant) or (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
@@ -312,7 +313,7 @@ def _positive(condition):
     return condition
 
 
-def parse(code):
+def parse(code: str) -> ast.Module | None:
     """The syntax tree of `code`, or None; lines Python cannot read (a notebook's magics, a half-finished line)
     are blanked one at a time, at most 20 of them."""
     lines = code.split("\n")
@@ -329,7 +330,7 @@ def parse(code):
     return None
 
 
-def functions(body, found=None):
+def functions(body: list[ast.stmt], found: list[Where] | None = None) -> list[Where]:
     """[(where, body)] of every function (methods and nested ones included) and, first, the module's own
     statements; where = (name, first line, last line), (module, 0, 0) for the module. A descent through
     statement bodies only (expressions hold no function worth comparing)."""
@@ -345,7 +346,7 @@ def functions(body, found=None):
     return found
 
 
-def structure_prints(code):
+def structure_prints(code: str) -> dict[str, tuple[str, int, int]]:
     """{fingerprint: (function, first line, last line) where it was found} of a file's structure (empty when
     the file cannot be parsed)."""
     tree = parse(code)
@@ -358,7 +359,7 @@ def structure_prints(code):
 
 
 def _prints(tree, canon):
-    prints = {}
+    prints: dict[str, tuple[str, int, int]] = {}
     for where, body in functions(tree.body):
         canon.collected = []
         statements = [text for text in canon.statements(body) if len(text) >= MIN_STATEMENT]

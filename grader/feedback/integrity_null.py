@@ -17,6 +17,7 @@ import json
 import math
 import random
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from grader.chapter import STEPS
@@ -27,7 +28,7 @@ HEADER = "import math\nimport torch\nfrom torch import nn\nimport torch.nn.funct
 TAIL = 0.05  # the share of the highest honest scores the tail is fitted to
 
 
-def honest_files(folders):
+def honest_files(folders: Iterable[str | Path]) -> dict[str, str]:
     """{name: code} of the honest solutions in `folders` (copies named in a folder's pairs.json left out)."""
     codes = {}
     for folder in map(Path, folders):
@@ -40,7 +41,7 @@ def honest_files(folders):
     return codes
 
 
-def definitions(code):
+def definitions(code: str) -> dict[str, str]:
     """{top-level function or class name: its source}."""
     lines = code.split("\n")
     try:
@@ -51,7 +52,7 @@ def definitions(code):
             for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
 
 
-def shuffles(codes, count, seed=0):
+def shuffles(codes: dict[str, str], count: int, seed: int = 0) -> list[dict[str, str]]:
     """`count` classes of synthetic honest students (Latin squares over the authors that define every slot)."""
     parts = {name: definitions(code) for name, code in codes.items()}
     authors = [name for name in sorted(parts) if all(slot in parts[name] for slot in SLOTS)]
@@ -69,7 +70,7 @@ def shuffles(codes, count, seed=0):
     return classes
 
 
-def honest_scores(classes):
+def honest_scores(classes: Iterable[dict[str, str]]) -> tuple[list[float], int]:
     """(scores of the pairs with any evidence, number of pairs compared), over classes of {name: code}."""
     scores, total = [], 0
     for members in classes:
@@ -79,7 +80,7 @@ def honest_scores(classes):
     return scores, total
 
 
-def tail(scores, total):
+def tail(scores: list[float], total: int) -> tuple[float, float, float]:
     """(u, beta, p_u): an exponential tail fitted above u, the score exceeded by a share p_u of all pairs."""
     ranked = sorted(scores, reverse=True) + [0.0] * (total - len(scores))
     k = max(20, int(total * TAIL))
@@ -87,13 +88,13 @@ def tail(scores, total):
     return u, sum(score - u for score in ranked[:k]) / k, k / total
 
 
-def rate(fit, threshold):
+def rate(fit: tuple[float, float, float], threshold: float) -> float:
     """P(an honest pair scores above `threshold`) under the fitted tail."""
     u, beta, share = fit
     return share * math.exp(-(threshold - u) / beta) if beta > 0 else 0.0
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     cohort = Path(__file__).parents[2] / "tests" / "kit" / "integrity_cohort"
     folders = argv or [str(cohort), str(cohort / "more_honest")]
     codes = honest_files(folders)

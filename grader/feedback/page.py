@@ -26,14 +26,14 @@ from grader.feedback import diagnosis
 from grader.outfiles import write_atomic
 from grader.text import html as esc
 from grader.feedback import svg
-from grader.chapter import STEPS
+from grader.chapter import STEPS, Step
 from grader.results import SubmissionResult, TestResult, as_result
 
 MAX_PICTURES_PER_STEP = 2
 
 
 # --- what results.json carries ----------------------------------------------------------------------------------
-def test_extra_data(test):
+def test_extra_data(test: TestResult) -> dict[str, Any]:
     """Per-test `extra_data` for results.json: the cause this failure points to and its picture."""
     if test.score >= test.max_score:
         return {}
@@ -50,7 +50,7 @@ def test_extra_data(test):
     return extra
 
 
-def strength_kind(strength):
+def strength_kind(strength: int) -> str:
     return next(kind for kind, value in diagnosis.STRENGTH.items() if value == strength)
 
 
@@ -66,7 +66,7 @@ def annotations(tests: list[TestResult]) -> tuple[dict[str, Any], list[dict[str,
     return found, limits
 
 
-def steps_of(result: SubmissionResult) -> list[tuple[Any, list[TestResult], float, float]]:
+def steps_of(result: SubmissionResult) -> list[tuple[Step, list[TestResult], float, float]]:
     """[(step, [tests], score, max)] in chapter order."""
     rows = []
     for step in STEPS:
@@ -128,7 +128,7 @@ def markdown(result: SubmissionResult | dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def hint_markdown(found, lost):
+def hint_markdown(found: dict[str, Any] | None, lost: list[TestResult]) -> list[str]:
     if found:
         return [f"**Most likely cause:** {md(found['title'])}.", "",
                 f"*Evidence:* {md(found['evidence'])}", "", f"*What to do:* {md(found['fix'])}.", ""]
@@ -136,7 +136,7 @@ def hint_markdown(found, lost):
             "each says what differed and what to check.", ""]
 
 
-def md(text):
+def md(text: object) -> str:
     """Text safe inside Markdown: no stray emphasis, code or HTML."""
     text = str(text).replace("\n", " ")
     for char in "\\`*_[]<>|#":
@@ -149,7 +149,7 @@ LEAK, BAD_ROW, RIGHT = "#d62728", "#ff7f0e", "#1b5e20"
 GREENS = ("#f7fcf5", "#98d594")  # the expected pattern: "0" cells, "≥0" cells
 
 
-def as_number(value):
+def as_number(value: Any) -> float:
     """A weight from results.json as a float (NaN for None or anything that is not a number)."""
     try:
         return float(value)
@@ -157,7 +157,7 @@ def as_number(value):
         return math.nan
 
 
-def weight_text(value):
+def weight_text(value: float) -> str:
     """A weight short enough for its cell: ".23", "-.05", "12", "3e4", "NaN", "inf"."""
     if math.isnan(value) or math.isinf(value):
         return "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
@@ -166,7 +166,7 @@ def weight_text(value):
     return f"{value:.0f}" if abs(value) < 999.5 else power_text(value)
 
 
-def sum_text(value):
+def sum_text(value: object) -> str:
     """A row or column sum: "Σ=0.18", "Σ=NaN", "Σ=2e5"."""
     value = as_number(value)
     if not math.isfinite(value):
@@ -174,13 +174,13 @@ def sum_text(value):
     return f"Σ={value:.2f}" if abs(value) < 999.5 else f"Σ={power_text(value)}"
 
 
-def power_text(value):
+def power_text(value: float) -> str:
     """A big number in three or four characters: 7e3, 1e30, -2e5."""
     mantissa, _, exponent = f"{value:.0e}".partition("e")
     return f"{mantissa}e{int(exponent)}"
 
 
-def heatmap_svg(picture):
+def heatmap_svg(picture: dict[str, Any]) -> str:
     """The student's attention weights beside the expected pattern, as inline SVG: each weight written in
     its cell, weights on future tokens in red squares, rows that do not sum to one outlined in dashed
     orange with their sums in red, column sums under the key positions."""
@@ -255,7 +255,7 @@ def heatmap_svg(picture):
     return svg.document(width, height, parts, f"heatmap: {picture.get('what', 'attention weights')}")
 
 
-def valid_cell(pair, n, m):
+def valid_cell(pair: object, n: int, m: int) -> bool:
     return (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(k, int) for k in pair)
             and 0 <= pair[0] < n and 0 <= pair[1] < m)
 
@@ -308,7 +308,7 @@ def html_page(result: SubmissionResult | dict) -> str:
     return "\n".join(parts)
 
 
-def step_html(step, tests, score, maximum, found):
+def step_html(step: Step, tests: list[TestResult], score: float, maximum: float, found: dict[str, Any] | None) -> str:
     lost = [t for t in tests if not t.passed]
     items = []
     for test in tests:

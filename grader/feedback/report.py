@@ -13,32 +13,29 @@ memory, crash) and files that did not load, plus a list of suggested actions.
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from grader.check.causes import CAUSES
 from grader.check.loader import left_out_note
 from grader.feedback import class_view, diagnosis
+from grader.feedback.class_view import Submission
 from grader.feedback import svg
 from grader.outfiles import write_atomic
 from grader.text import html as esc
 from grader.chapter import BY_KEY, STEP_KEYS, STEPS, TOTAL_POINTS
-from grader.results import ResultsFormatError, SubmissionResult, TestResult
+from grader.results import ResultsFormatError, SubmissionResult
 from grader.sandbox.limits import Limit
 
 
 
-@dataclass
-class Submission:
-    name: str
-    score: float
-    steps: dict
-    seconds: float
-    problems: list
-    diagnosis: dict
-    limits: list
-    tests: list[TestResult] = field(default_factory=list)
+Maxima = Mapping[str, float]  # points per step key
+Rates = dict[str, tuple[float, float]]  # step -> (share with full marks, mean share of the points)
+Item = tuple[str, str, str, float, float | None]  # (test name, step, visibility, failure rate, discrimination)
+CauseCount = tuple[str, str, list[str]]  # (cause, step, submission names)
+LimitRow = tuple[str, dict[str, Any]]  # (submission name, the limit it hit: step, kind, message)
 
 
 class ResultsError(ValueError):
@@ -57,9 +54,10 @@ def read_results(path: Path) -> SubmissionResult:
                            "the file") from None
 
 
-def load(out):
+def load(out: str | Path) -> tuple[list[Submission], dict[str, float]]:
     """The graded submissions of OUT/results/*.json, and the per-step maxima."""
-    submissions, maxima = [], {}
+    submissions: list[Submission] = []
+    maxima: dict[str, float] = {}
     for path in sorted((Path(out) / "results").glob("*.json")):
         result = read_results(path)
         try:
@@ -77,7 +75,7 @@ def load(out):
 
 
 # --- statistics ---------------------------------------------------------------------------------------------------
-def step_rates(submissions, maxima):
+def step_rates(submissions: Sequence[Submission], maxima: Maxima) -> Rates:
     """{step: (share with full marks, mean share of the points)}."""
     rates = {}
     for key in STEP_KEYS:
@@ -90,17 +88,15 @@ def step_rates(submissions, maxima):
     return rates
 
 
-def item_analysis(submissions):
+def item_analysis(submissions: Sequence[Submission]) -> list[Item]:
     """[(test name, step, visibility, failure rate, discrimination or None)] in suite order.
     Discrimination: the correlation between passing the test and the rest of the score."""
-    names = []
-    for submission in submissions:
-        for test in submission.tests:
-            if test.name not in names:
-                names.append(test.name)
+    names = list(dict.fromkeys(test.name for submission in submissions for test in submission.tests))
     items = []
     for name in names:
-        passed, rest, visibility = [], [], "visible"
+        passed: list[float] = []
+        rest: list[float] = []
+        visibility = "visible"
         for submission in submissions:
             test = next((t for t in submission.tests if t.name == name), None)
             if test is None:
@@ -113,7 +109,7 @@ def item_analysis(submissions):
     return items
 
 
-def correlation(xs, ys):
+def correlation(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     """Pearson's r, or None where it says nothing: under 3 submissions, or everyone alike on one side."""
     if len(xs) < 3:
         return None
@@ -123,14 +119,14 @@ def correlation(xs, ys):
         return None
 
 
-def load_errors(submission):
+def load_errors(submission: Submission) -> list[Any]:
     """The loading problems that cost points: not the notes on IPython lines left out (`%matplotlib`...)."""
     return [problem for problem in submission.problems if not left_out_note(problem)]
 
 
-def cause_counts(submissions):
+def cause_counts(submissions: Iterable[Submission]) -> list[CauseCount]:
     """[(cause, step, [submission names])], most frequent first."""
-    found = {}
+    found: dict[tuple[str, str], list[str]] = {}
     for submission in submissions:
         for step, diagnosed in submission.diagnosis.items():
             if diagnosed:
@@ -142,7 +138,7 @@ def cause_counts(submissions):
 NOT_DONE = ("not implemented yet", "is not defined in your submission")
 
 
-def unfinished(submission):
+def unfinished(submission: Submission) -> list[str]:
     """The steps a submission left undone: every failed check of the step says it is not implemented."""
     steps = []
     for key in STEP_KEYS:
@@ -153,10 +149,10 @@ def unfinished(submission):
     return steps
 
 
-def undiagnosed(submissions, maxima):
+def undiagnosed(submissions: Iterable[Submission], maxima: Maxima) -> dict[str, list[str]]:
     """{step: [names]} of submissions that lost points in a step they did attempt, with no cause named
     (worth a look by hand)."""
-    found = {}
+    found: dict[str, list[str]] = {}
     for submission in submissions:
         if class_view.not_graded(submission):  # the whole file: named as such, not step by step
             continue
@@ -168,7 +164,7 @@ def undiagnosed(submissions, maxima):
     return found
 
 
-def runtime_outliers(submissions):
+def runtime_outliers(submissions: Sequence[Submission]) -> tuple[float | None, list[Submission]]:
     """(threshold seconds, [submissions slower than it]): three times the median, median + 3 robust
     sigmas, and at least 5 s over the median (the first submissions also pay for warming up)."""
     times = [s.seconds for s in submissions if s.seconds > 0]
@@ -186,7 +182,7 @@ STEP_COLOURS = {step.key: step.colour for step in STEPS}
 WIDE = 900  # natural width of the wide charts (the page is about 1000 pixels wide)
 
 
-def heading(title, legend_entries=(), width=WIDE):
+def heading(title: str, legend_entries: Sequence[svg.LegendEntry] = (), width: float = WIDE) -> list[str]:
     """The chart's title at the top left and its legend at the top right (never over the data)."""
     parts = [svg.text(8, 16, title, size=14, bold=True)]
     if legend_entries:
@@ -194,12 +190,12 @@ def heading(title, legend_entries=(), width=WIDE):
     return parts
 
 
-def label_room(labels, size):
+def label_room(labels: Iterable[str], size: float) -> float:
     """Pixels to the left of a frame for right-aligned category labels."""
     return 20 + max((svg.text_width(label, size) for label in labels), default=0)
 
 
-def chart_scores(submissions, total):
+def chart_scores(submissions: Sequence[Submission], total: float) -> str:
     """Histogram of the scores (bins of a twentieth of the total), the mean and median marked."""
     width, height = 720, 310
     scores = [s.score for s in submissions]
@@ -208,7 +204,7 @@ def chart_scores(submissions, total):
     counts = svg.bin_counts(scores, edges)
     most = max(counts, default=0) or 1
     frame = svg.Frame(62, 56, width - 62 - 24, height - 56 - 50, (0, edges[-1]), (0, most * 1.08))
-    entries = [("bar", BLUE, "submissions", None)]
+    entries: list[svg.LegendEntry] = [("bar", BLUE, "submissions", None)]
     lines = []
     if scores:
         mean, median = statistics.fmean(scores), statistics.median(scores)
@@ -221,7 +217,7 @@ def chart_scores(submissions, total):
     return svg.document(width, height, parts, "Score distribution")
 
 
-def chart_steps(rates):
+def chart_steps(rates: Rates) -> str:
     """Per step: the share with full marks (bars) and the mean share of the points (dots)."""
     keys = [key for key in STEP_KEYS if key in rates]
     labels = [f"{BY_KEY[key].number}. {key}" for key in keys]
@@ -241,7 +237,7 @@ def chart_steps(rates):
     return svg.document(width, frame.bottom + 46, parts, "Per-step pass rate")
 
 
-def chart_items(items):
+def chart_items(items: Sequence[Item]) -> str:
     """Failure rate of every check that someone failed, coloured by step, hardest to spot at a glance."""
     shown = [item for item in items if item[3] > 0] or items[:1]
     labels = [shorten(item[0], 70) for item in shown]
@@ -261,7 +257,7 @@ def chart_items(items):
     return svg.document(WIDE, frame.bottom + 46, parts, "Per-test failure rate")
 
 
-def chart_causes(counts):
+def chart_causes(counts: Sequence[CauseCount]) -> str:
     """The twelve most frequent diagnosed mistakes, by how many submissions show them."""
     top = counts[:12]
     labels = [shorten(f"{step}: {CAUSES[cause].title}", 80) for cause, step, _ in top]
@@ -278,17 +274,17 @@ def chart_causes(counts):
     return svg.document(WIDE, frame.bottom + 46, parts, "Most frequent diagnosed mistakes")
 
 
-def chart_runtime(submissions, threshold):
+def chart_runtime(submissions: Sequence[Submission], threshold: float | None) -> str:
     """Grading time of each submission, fastest to slowest; outliers (above `threshold`) in red and named.
     Every name is written under its bar when there is room (each bar also has a tooltip)."""
     ordered = sorted(submissions, key=lambda s: s.seconds)
-    slow = [bool(threshold) and s.seconds > threshold for s in ordered]
+    slow = [s.seconds > threshold if threshold else False for s in ordered]
     count = max(1, len(ordered))
     frame_width = WIDE - 62 - 24
     names = [shorten(s.name, 18) for s in ordered] if frame_width / count >= 11 else []
     top_value = max([s.seconds for s in ordered] + [threshold or 0]) or 1
     frame = svg.Frame(62, 56, frame_width, 200, (0, count), (0, top_value * 1.08))
-    entries = [("bar", BLUE, "submission", None)]
+    entries: list[svg.LegendEntry] = [("bar", BLUE, "submission", None)]
     if threshold:
         entries += [("bar", RED, "outlier", None), ("line", RED, f"outlier above {threshold:.1f} s", "6 4")]
     parts = heading("Grading time per submission", entries) + [
@@ -313,12 +309,12 @@ def chart_runtime(submissions, threshold):
     return svg.document(WIDE, below + 28, parts, "Grading time per submission")
 
 
-def shorten(text, limit):
+def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --- the report -----------------------------------------------------------------------------------------------------
-def example_links(names, out, limit=4):
+def example_links(names: Sequence[str], out: str | Path, limit: int = 4) -> str:
     links = []
     for name in names[:limit]:
         page = Path(out) / "feedback" / f"{name}.html"
@@ -328,7 +324,8 @@ def example_links(names, out, limit=4):
     return ", ".join(links) + more
 
 
-def actions(submissions, maxima, rates, items, counts, outliers, limit_rows):
+def actions(submissions: Sequence[Submission], maxima: Maxima, rates: Rates, items: Sequence[Item],
+            counts: Sequence[CauseCount], outliers: Sequence[Submission], limit_rows: Sequence[LimitRow]) -> list[str]:
     """Plain suggestions an instructor can act on, most useful first."""
     tips = []
     if counts and len(counts[0][2]) > 1:
@@ -375,7 +372,7 @@ def actions(submissions, maxima, rates, items, counts, outliers, limit_rows):
     return tips
 
 
-def build(out):
+def build(out: str | Path) -> tuple[str, dict[str, str], str]:
     """(html text, {chart file name: SVG text}, summary text) for OUT's graded submissions."""
     submissions, maxima = load(out)
     record = class_view.read_class(out)  # roster names, late flags, final scores (overrides applied)
@@ -472,7 +469,7 @@ def build(out):
     return "\n".join(parts), charts, summary
 
 
-def item_row(item, causes=()):
+def item_row(item: Item, causes: Iterable[tuple[str, int]] = ()) -> str:
     name, _, visibility, failure, discrimination = item
     flag = " class='flag'" if failure == 1 or (discrimination is not None and discrimination < -0.2) else ""
     shown = "—" if discrimination is None else f"{discrimination:+.2f}"
@@ -480,7 +477,9 @@ def item_row(item, causes=()):
             f"<td>{shown}</td><td><small>{esc(class_view.causes_text(list(causes)))}</small></td></tr>")
 
 
-def summary_text(submissions, total, rates, counts, outliers, limit_rows, class_lines=()):
+def summary_text(submissions: Sequence[Submission], total: float, rates: Rates, counts: Sequence[CauseCount],
+                 outliers: Sequence[Submission], limit_rows: Sequence[LimitRow],
+                 class_lines: Iterable[str] = ()) -> str:
     if not submissions:
         return "cohort report: no graded submissions"
     scores = [s.score for s in submissions]
@@ -512,7 +511,7 @@ def summary_text(submissions, total, rates, counts, outliers, limit_rows, class_
 CHART_NAMES = ("scores", "steps", "items", "causes", "runtime")
 
 
-def write_report(out):
+def write_report(out: str | Path) -> str:
     """Write OUT/report.html and its charts as OUT/report/*.svg (to reuse in slides); return the summary."""
     out = Path(out)
     text, charts, summary = build(out)

@@ -12,6 +12,7 @@ Charts work in a `Frame`: the plot area in pixels and the data range it shows.
 """
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from grader.text import html as esc
@@ -22,9 +23,11 @@ NAN_FILL = "#bbbbbb"
 # ColorBrewer's "Blues" (9 classes), light to dark: the scale of attention weights.
 BLUES = ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b")
 CHAR_WIDTH = 0.56  # average width of a character of sans-serif text, in font sizes (to reserve room)
+Cell = tuple[str, str, str, str | None]  # a heatmap cell: (fill, label, label colour, tooltip or None)
+LegendEntry = tuple[str, str, str, str | None]  # (kind: bar, line or dot; colour; text; dash or None)
 
 
-def num(value):
+def num(value: float) -> str:
     """A coordinate as short text (0 for anything not finite, so markup stays valid)."""
     value = float(value)
     if not math.isfinite(value):
@@ -33,12 +36,12 @@ def num(value):
     return text[:-2] if text.endswith(".0") else text
 
 
-def text_width(text, size, bold=False):
+def text_width(text: object, size: float, bold: bool = False) -> float:
     """Roughly how wide `text` is drawn at font `size` (to leave room for labels)."""
     return len(str(text)) * size * CHAR_WIDTH * (1.1 if bold else 1.0)
 
 
-def shade(share, scale=BLUES):
+def shade(share: float, scale: Sequence[str] = BLUES) -> str:
     """The colour of `share` (0..1, clipped) on a scale of colours, interpolated linearly."""
     share = min(1.0, max(0.0, float(share)))
     where = share * (len(scale) - 1)
@@ -48,14 +51,14 @@ def shade(share, scale=BLUES):
     return "#" + "".join(f"{round(x + (y - x) * part):02x}" for x, y in zip(a, b))
 
 
-def is_dark(colour):
+def is_dark(colour: str) -> bool:
     """Whether white text reads better than black on `colour` (#rrggbb)."""
     r, g, b = (int(colour[k:k + 2], 16) for k in (1, 3, 5))
     return 0.299 * r + 0.587 * g + 0.114 * b < 140
 
 
 # --- elements -------------------------------------------------------------------------------------------------------
-def document(width, height, body, label):
+def document(width: float, height: float, body: Iterable[str], label: str) -> str:
     """A whole <svg> element: natural size width x height, scaling down with its container."""
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {num(width)} {num(height)}" '
             f'width="{num(width)}" height="{num(height)}" role="img" aria-label="{esc(label)}" '
@@ -63,7 +66,8 @@ def document(width, height, body, label):
             f"<title>{esc(label)}</title>{''.join(body)}</svg>")
 
 
-def text(x, y, content, size=11, anchor="start", colour=INK, bold=False, rotate=None, title=None):
+def text(x: float, y: float, content: object, size: float = 11, anchor: str = "start", colour: str = INK,
+         bold: bool = False, rotate: float | None = None, title: str | None = None) -> str:
     """One line of text whose middle sits at height y."""
     style = ' font-weight="bold"' if bold else ""
     turn = f' transform="rotate({num(rotate)} {num(x)} {num(y)})"' if rotate else ""
@@ -72,7 +76,8 @@ def text(x, y, content, size=11, anchor="start", colour=INK, bold=False, rotate=
             f'dominant-baseline="central" fill="{colour}"{style}{turn}>{tip}{esc(content)}</text>')
 
 
-def rect(x, y, width, height, fill="none", stroke=None, stroke_width=1, dash=None, title=None):
+def rect(x: float, y: float, width: float, height: float, fill: str = "none", stroke: str | None = None,
+         stroke_width: float = 1, dash: str | None = None, title: str | None = None) -> str:
     line = f' stroke="{stroke}" stroke-width="{num(stroke_width)}"' if stroke else ""
     dashes = f' stroke-dasharray="{dash}"' if dash else ""
     tip = f"<title>{esc(title)}</title>" if title else ""
@@ -80,19 +85,20 @@ def rect(x, y, width, height, fill="none", stroke=None, stroke_width=1, dash=Non
             f'fill="{fill}"{line}{dashes}>{tip}</rect>')
 
 
-def line(x1, y1, x2, y2, colour=INK, width=1, dash=None):
+def line(x1: float, y1: float, x2: float, y2: float, colour: str = INK, width: float = 1,
+         dash: str | None = None) -> str:
     dashes = f' stroke-dasharray="{dash}"' if dash else ""
     return (f'<line x1="{num(x1)}" y1="{num(y1)}" x2="{num(x2)}" y2="{num(y2)}" stroke="{colour}" '
             f'stroke-width="{num(width)}"{dashes}/>')
 
 
-def circle(x, y, radius, fill, title=None):
+def circle(x: float, y: float, radius: float, fill: str, title: str | None = None) -> str:
     tip = f"<title>{esc(title)}</title>" if title else ""
     return f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(radius)}" fill="{fill}">{tip}</circle>'
 
 
 # --- a grid of coloured cells -------------------------------------------------------------------------------------
-def heatmap(x, y, cell, rows, size=11):
+def heatmap(x: float, y: float, cell: float, rows: Sequence[Sequence[Cell]], size: float = 11) -> str:
     """A grid of squares with text: rows[i][j] = (fill, label, label colour, tooltip or None),
     drawn with its top-left corner at (x, y), `cell` pixels a side."""
     parts = []
@@ -113,27 +119,27 @@ class Frame:
     top: float
     width: float
     height: float
-    x_range: tuple = (0.0, 1.0)
-    y_range: tuple = (0.0, 1.0)
+    x_range: tuple[float, float] = (0.0, 1.0)
+    y_range: tuple[float, float] = (0.0, 1.0)
 
-    def x(self, value):
+    def x(self, value: float) -> float:
         lo, hi = self.x_range
         return self.left + (value - lo) / ((hi - lo) or 1) * self.width
 
-    def y(self, value):
+    def y(self, value: float) -> float:
         lo, hi = self.y_range
         return self.top + self.height - (value - lo) / ((hi - lo) or 1) * self.height
 
     @property
-    def bottom(self):
+    def bottom(self) -> float:
         return self.top + self.height
 
     @property
-    def right(self):
+    def right(self) -> float:
         return self.left + self.width
 
 
-def nice_ticks(low, high, count=5, integer=False):
+def nice_ticks(low: float, high: float, count: int = 5, integer: bool = False) -> list[float]:
     """About `count` round tick values covering low..high (steps of 1, 2 or 5 times a power of ten)."""
     if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
         return [low if math.isfinite(low) else 0.0]
@@ -151,12 +157,13 @@ def nice_ticks(low, high, count=5, integer=False):
     return ticks
 
 
-def tick_text(value):
+def tick_text(value: float) -> str:
     return f"{value:g}"
 
 
-def axes(frame, x_ticks=(), y_ticks=(), x_label="", y_label="", x_format=tick_text, y_format=tick_text,
-         grid="y"):
+def axes(frame: Frame, x_ticks: Iterable[float] = (), y_ticks: Iterable[float] = (), x_label: str = "",
+         y_label: str = "", x_format: Callable[[float], str] = tick_text,
+         y_format: Callable[[float], str] = tick_text, grid: str = "y") -> str:
     """The frame's box, tick marks with labels, light grid lines (`grid`: "x", "y" or "") and axis labels."""
     parts = []
     for value in y_ticks:
@@ -180,7 +187,9 @@ def axes(frame, x_ticks=(), y_ticks=(), x_label="", y_label="", x_format=tick_te
     return "".join(parts)
 
 
-def hbars(frame, values, colours, labels=(), titles=(), value_format=None, size=11, band=0.72):
+def hbars(frame: Frame, values: Sequence[float], colours: Sequence[str], labels: Sequence[str] = (),
+          titles: Sequence[str | None] = (), value_format: Callable[[float], str] | None = None, size: float = 11,
+          band: float = 0.72) -> str:
     """Horizontal bars, the first at the top, one band of the frame's height each; `labels` right-aligned
     left of the frame, `value_format(v)` (if given) written just past each bar's end."""
     count = max(1, len(values))
@@ -199,7 +208,8 @@ def hbars(frame, values, colours, labels=(), titles=(), value_format=None, size=
     return "".join(parts)
 
 
-def vbars(frame, spans, values, colours, titles=(), gap=1.0):
+def vbars(frame: Frame, spans: Iterable[tuple[float, float]], values: Iterable[float], colours: Sequence[str],
+          titles: Sequence[str | None] = (), gap: float = 1.0) -> str:
     """Vertical bars from y=0: bar k covers spans[k] = (x from, x to) in data units, `gap` pixels
     of white between neighbours."""
     parts = []
@@ -213,7 +223,7 @@ def vbars(frame, spans, values, colours, titles=(), gap=1.0):
     return "".join(parts)
 
 
-def bin_counts(values, edges):
+def bin_counts(values: Iterable[float], edges: Sequence[float]) -> list[int]:
     """How many values fall in each bin [edges[k], edges[k+1]) (the last bin also holds its right edge)."""
     counts = [0] * (len(edges) - 1)
     for value in values:
@@ -224,14 +234,15 @@ def bin_counts(values, edges):
     return counts
 
 
-def histogram(frame, edges, counts, colour, what="values"):
+def histogram(frame: Frame, edges: Sequence[float], counts: Sequence[int], colour: str, what: str = "values") -> str:
     """A histogram's bars (white gaps between bins), each with a tooltip saying its range and count."""
     spans = list(zip(edges, edges[1:]))
     titles = [f"{count} {what} in [{tick_text(a)}, {tick_text(b)})" for (a, b), count in zip(spans, counts)]
     return vbars(frame, spans, counts, [colour], titles=titles, gap=1.5)
 
 
-def reference_line(frame, value, colour, dash="6 4", vertical=True, width=1.6):
+def reference_line(frame: Frame, value: float, colour: str, dash: str = "6 4", vertical: bool = True,
+                   width: float = 1.6) -> str:
     """A dashed line across the frame at x=value (vertical) or y=value (horizontal)."""
     if vertical:
         at = frame.x(value)
@@ -240,7 +251,7 @@ def reference_line(frame, value, colour, dash="6 4", vertical=True, width=1.6):
     return line(frame.left, at, frame.right, at, colour=colour, width=width, dash=dash)
 
 
-def legend(x, y, entries, size=11, anchor="end"):
+def legend(x: float, y: float, entries: Sequence[LegendEntry], size: float = 11, anchor: str = "end") -> str:
     """A one-line legend whose right end (anchor="end") or left end sits at (x, y).
     entries: (kind, colour, text, dash) with kind "bar", "line" or "dot"."""
     widths = [22 + text_width(label, size) + 14 for _, _, label, _ in entries]

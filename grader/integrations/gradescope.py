@@ -105,7 +105,7 @@ exit $STATUS
 """
 
 
-def gradescope_requirements(text=None):
+def gradescope_requirements(text: str | None = None) -> str:
     """requirements.txt with torch pinned to its CPU wheel from the PyTorch index."""
     text = (ROOT / "requirements.txt").read_text() if text is None else text
     lines = ["# The kit's requirements.txt (exactly what grading imports), with torch's CPU wheel from the PyTorch "
@@ -122,7 +122,7 @@ def gradescope_requirements(text=None):
     return "\n".join(lines) + "\n"
 
 
-def zip_members():
+def zip_members() -> dict[str, tuple[str, bool]]:
     """{name in the zip: (text, executable)} for everything the autograder needs."""
     members = {"setup.sh": (SETUP, True), "run_autograder": (RUN, True),
                "requirements.txt": (gradescope_requirements(), False)}
@@ -132,7 +132,7 @@ def zip_members():
     return members
 
 
-def build(dist):
+def build(dist: str | Path) -> list[Path]:
     target = Path(dist) / "gradescope" / "autograder.zip"
     target.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:

@@ -47,15 +47,18 @@ import signal
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
-from grader.check.loader import SubmissionError, left_out_note, load_definitions
+from grader.check.loader import Loaded, SubmissionError, left_out_note, load_definitions
 from grader.check.session import Session
 from grader.check.student import InProcessTransport, Student
 from grader.check.testing import seeded
 from grader.check.notebook import NamespaceModule
 from grader.check.runner import run_test
-from grader.check.suite import discover
+from grader.check.suite import GradedTest, discover
 
 HIDDEN_FOLDER = "kit_hidden_tests"
 STEP_SECONDS = 10.0  # the judge's default per step (grader.sandbox.limits); the generated cells pass theirs
@@ -75,7 +78,7 @@ class StepTimeout(KeyboardInterrupt):
     worker treats one: the kit's session and loader let it through, and `except Exception` does not catch it."""
 
 
-def step_seconds(default=STEP_SECONDS):
+def step_seconds(default: float = STEP_SECONDS) -> float:
     """The per-step budget: $KIT_STEP_SECONDS (`make grade ENGINE=otter TIME_LIMIT=...` sets it) or `default`."""
     try:
         value = float(os.environ.get("KIT_STEP_SECONDS") or default)
@@ -84,7 +87,7 @@ def step_seconds(default=STEP_SECONDS):
     return value if value > 0 else float(default)
 
 
-def hidden_tests_root(notebook_folder=None):
+def hidden_tests_root(notebook_folder: str | Path | None = None) -> Path | None:
     """The folder holding `hidden/`, or None where the hidden tests are not installed."""
     if os.environ.get("KIT_HIDDEN_TESTS"):
         return Path(os.environ["KIT_HIDDEN_TESTS"])
@@ -96,7 +99,8 @@ def hidden_tests_root(notebook_folder=None):
 
 
 # -- time limits ---------------------------------------------------------------------------------------------
-def call_with_time_limit(seconds, function, place_of=None):
+def call_with_time_limit(seconds: float, function: Callable[[], Any],
+                         place_of: Callable[[FrameType | None], str] | None = None) -> tuple[Any, str | None]:
     """(function's value, None), or (None, where) when `seconds` ran out first: `where` is "" or, via
     `place_of(frame)`, where in the student's code it was stopped."""
     if seconds <= 0:
@@ -107,7 +111,7 @@ def call_with_time_limit(seconds, function, place_of=None):
 
 
 def _with_alarm(seconds, function, place_of):
-    state = {"armed": True, "where": None}
+    state: dict[str, Any] = {"armed": True, "where": None}
 
     def on_alarm(signum, frame):
         if state["armed"]:
@@ -165,7 +169,7 @@ def _with_watchdog(seconds, function):
     return (None, "") if fired else (value, None)
 
 
-def time_limit_message(seconds, where=""):
+def time_limit_message(seconds: float, where: str = "") -> str:
     """The judge's words for a step that ran past its budget (grader.sandbox.worker)."""
     return (f"time limit: this step ran past its {seconds:g} s budget{' in ' + where if where else ''} "
             "(an infinite loop, or work that grows too fast?)")
@@ -179,7 +183,8 @@ class Grading:
 
     def __init__(self, path, seconds):
         self.path, self.seconds = Path(path), seconds
-        self.loaded, self.fatal = None, None
+        self.loaded: Loaded | None = None
+        self.fatal: str | None = None
         self.spent, self.stopped = {}, {}  # step key -> seconds used / the message that stopped it
 
     def _place(self, frame):
@@ -208,7 +213,7 @@ class Grading:
             self.fatal = time_limit_message(self.seconds, where or "loading your file")
         self.loaded = loaded
 
-    def run(self, test, device="cpu"):
+    def run(self, test: GradedTest, device: str = "cpu") -> tuple[bool, str]:
         """(passed, message) of one kit test, as the judge would give it."""
         step = test.step
         if step in self.stopped:
@@ -221,24 +226,27 @@ class Grading:
         if left <= 0:
             self.stopped[step] = time_limit_message(self.seconds)
             return False, self.stopped[step]
+        loaded = self.loaded
+        assert loaded is not None  # _load loaded the file, or said why not in `fatal`
         began = time.monotonic()
-        outcome, where = call_with_time_limit(left, lambda: _run(test, self.loaded.module, device), self._place)
+        outcome, where = call_with_time_limit(left, lambda: _run(test, loaded.module, device), self._place)
         self.spent[step] = self.spent.get(step, 0.0) + time.monotonic() - began
         if where is not None:
             self.stopped[step] = time_limit_message(self.seconds, where)
             self.loaded = None  # the next step loads the definitions again, as a fresh worker would
             return False, self.stopped[step]
         passed, message = outcome
-        errors = [problem for problem in self.loaded.problems if not left_out_note(problem)]
+        errors = [problem for problem in loaded.problems if not left_out_note(problem)]
         if not passed and errors:
             message += "\n(loading your file: " + "; ".join(errors[:3]) + ")"
         return passed, message
 
 
-_GRADINGS = {}  # (file, its digest, step budget) -> Grading: one per submission per kernel
+# (file, its digest, step budget) -> Grading: one per submission per kernel
+_GRADINGS: dict[tuple[str, str, float], Grading] = {}
 
 
-def grading_of(path, seconds):
+def grading_of(path: str | Path, seconds: float) -> Grading:
     """The Grading of the file at `path` (created on first use, kept for the kernel's life)."""
     path = Path(path).resolve()
     key = (str(path), hashlib.sha256(path.read_bytes()).hexdigest(), seconds)
@@ -259,7 +267,8 @@ def _run(test, module, device):
         return run_test(test, student)
 
 
-def run_in_cell(test, namespace, device="cpu", seconds=STEP_SECONDS):
+def run_in_cell(test: GradedTest, namespace: dict[str, Any], device: str = "cpu",
+                seconds: float = STEP_SECONDS) -> None:
     """Run the kit test `test` on the globals `namespace` within `seconds`; raise CheckFailed if it fails."""
     outcome, where = call_with_time_limit(seconds, lambda: _run(test, NamespaceModule(namespace), device))
     passed, message = (False, time_limit_message(seconds, where)) if where is not None else outcome
@@ -267,7 +276,7 @@ def run_in_cell(test, namespace, device="cpu", seconds=STEP_SECONDS):
         raise CheckFailed(f"{test.name}\n{message}")
 
 
-def run_graded(test, path, device="cpu", seconds=STEP_SECONDS):
+def run_graded(test: GradedTest, path: str | Path, device: str = "cpu", seconds: float = STEP_SECONDS) -> None:
     """Run the kit test `test` on the submitted file at `path`, as the judge would; raise CheckFailed if it fails."""
     passed, message = grading_of(path, seconds).run(test, device)
     if not passed:
@@ -294,14 +303,14 @@ class NotebookChecks:
             raise CheckFailed(f"{name}: no such {kind} test in this course's kit")
         return self._tests[kind][name]
 
-    def graded_file(self):
+    def graded_file(self) -> Path | None:
         """The notebook nbgrader is grading (autograde and validate run it from its own folder), or None."""
         if not (self.notebook and os.environ.get(GRADING_ENV)):
             return None
         path = self.folder / self.notebook
         return path if path.is_file() else None
 
-    def check(self, name, hidden=False):
+    def check(self, name: str, hidden: bool = False) -> None:
         """Run the kit test `name` on the notebook's definitions; raise CheckFailed if it fails."""
         test = self._find(name, "hidden" if hidden else "public")
         path, seconds = self.graded_file(), step_seconds(self.seconds)
@@ -313,17 +322,18 @@ class NotebookChecks:
 
 
 # -- Otter ------------------------------------------------------------------------------------------------
-_TESTS = {}  # kit folder -> {name: GradedTest}: the kit's tests are discovered once per kernel
+# kit folder -> {name: GradedTest}: the kit's tests are discovered once per kernel
+_TESTS: dict[str | Path, dict[str, GradedTest]] = {}
 
 
-def kit_tests(kit):
+def kit_tests(kit: str | Path) -> dict[str, GradedTest]:
     """{name: GradedTest} of KIT/tests/public and, where it exists, KIT/tests/hidden."""
     if kit not in _TESTS:
         _TESTS[kit] = {test.name: test for test in discover(Path(kit) / "tests", kinds=("public", "hidden"))}
     return _TESTS[kit]
 
 
-def otter_submission(folder):
+def otter_submission(folder: str | Path) -> Path | None:
     """The file `otter run` grades in `folder`, found as Otter finds it (its PythonRunner): the one
     notebook, else the one .py other than `__init__.py`; None when there is no single one."""
     notebooks = sorted(Path(folder).glob("*.ipynb"))
@@ -333,7 +343,8 @@ def otter_submission(folder):
     return scripts[0] if len(scripts) == 1 else None
 
 
-def check(env, kit, name, seconds=STEP_SECONDS, device="cpu"):
+def check(env: dict[str, Any], kit: str | Path, name: str, seconds: float = STEP_SECONDS,
+          device: str = "cpu") -> None:
     """Otter's case: run the kit test `name` on the submission in the working folder (where Otter grades
     it), or on the globals `env` where there is none; raise CheckFailed if it fails."""
     test = kit_tests(kit).get(name)

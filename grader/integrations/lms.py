@@ -29,8 +29,10 @@ an import file of blanks). The message names the rows, the columns read and exam
 import csv
 import io
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from grader.outfiles import write_atomic
 from grader.text import clean, csv_row, safe_name
@@ -66,6 +68,22 @@ EXAMPLES = 5
 WORKSHEET = ("identifier", "grade", "maximum grade", "last modified (grade)")
 
 
+
+
+class Graded(Protocol):
+    """What the LMS files read of a result: a SubmissionResult, or a stand-in before grading (cli)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def score(self) -> float: ...
+
+
+Result = TypeVar("Result", bound=Graded)
+Origins = Mapping[str, dict[str, Any]]  # {submission: its LMS origin as OUT/class.json keeps it (lms_names.Origin)}
+
+
 # -- the roster -----------------------------------------------------------------------------------
 @dataclass
 class RosterStudent:
@@ -79,23 +97,23 @@ class RosterStudent:
     idnumber: str = ""
     participant_id: str = ""  # Moodle's worksheet "Participant <id>", as in the download's folder names
     group: str = ""
-    late: object = None  # from a Moodle worksheet's Status ("... late"), else None
-    row: list = field(default_factory=list, repr=False)  # the roster row as read (worksheets are written back)
+    late: bool | None = None  # from a Moodle worksheet's Status ("... late"), else None
+    row: list[str] = field(default_factory=list, repr=False)  # the roster row as read (worksheets are written back)
     line: int = 0  # where the row starts in the roster file (for messages)
 
-    def identifiers(self):
+    def identifiers(self) -> list[str]:
         return [value for value in (getattr(self, key) for key in IDENTIFIERS) if value]
 
 
 @dataclass
 class Roster:
-    students: list = field(default_factory=list)
+    students: list[RosterStudent] = field(default_factory=list)
     canvas_column: str = ASSIGNMENT_TITLE  # `Title (assignment_id)` when the roster names it
     moodle_column: str = ASSIGNMENT_TITLE
-    header: list = field(default_factory=list)
+    header: list[str] = field(default_factory=list)
     worksheet: bool = False  # a Moodle "Download grading worksheet" file
     label: str = "roster"  # the file, for messages
-    read: list = field(default_factory=list)  # [(header cell, what the kit reads from it)]
+    read: list[tuple[str, str]] = field(default_factory=list)  # [(header cell, what the kit reads from it)]
 
 
 class RosterError(ValueError):
@@ -106,7 +124,7 @@ def _normal(header):
     return " ".join((header or "").replace("\ufeff", "").strip().lower().split())
 
 
-def read_roster(path):
+def read_roster(path: str | Path) -> Roster:
     """Students from a CSV: a Canvas gradebook export, a Moodle worksheet or participants export, a Canvas
     groups export, a Gradescope roster, or a plain list."""
     return read_roster_text(Path(path).read_text(encoding="utf-8-sig"), str(path))
@@ -121,7 +139,7 @@ def _delimiter(text):
     return max((";", "\t"), key=first.count) if (";" in first or "\t" in first) else ","
 
 
-def read_roster_text(text, label="roster"):
+def read_roster_text(text: str, label: str = "roster") -> Roster:
     text = text.lstrip("\ufeff")
     reader = csv.reader(io.StringIO(text), delimiter=_delimiter(text))
     rows, lines, start = [], [], 1
@@ -144,11 +162,11 @@ def read_roster_text(text, label="roster"):
     roster = Roster(header=rows[0], worksheet=all(name in header for name in WORKSHEET), label=label,
                     read=[(clean(rows[0][index]), TITLES[key]) for key, index in sorted(where.items(),
                                                                                         key=lambda item: item[1])])
-    kit_columns = [cell.strip() for cell in rows[0] if CANVAS_ASSIGNMENT.match(cell.strip())
+    kit_columns = [column for cell in rows[0] if (column := CANVAS_ASSIGNMENT.match(cell.strip()))
                    and "attention" in cell.lower()]
     if len(kit_columns) == 1:  # the Canvas export already has this assignment: fill its column
-        roster.canvas_column = kit_columns[0]
-        roster.moodle_column = CANVAS_ASSIGNMENT.match(kit_columns[0])["title"]
+        roster.canvas_column = kit_columns[0].string
+        roster.moodle_column = kit_columns[0]["title"]
     for row, line in zip(rows[1:], lines[1:]):
         values = {key: clean(row[index]) if index < len(row) else "" for key, index in where.items()}
         name = values.get("name") or " ".join(part for part in (values.get("first"), values.get("last")) if part)
@@ -170,7 +188,7 @@ def _refuse_repeated_students(roster):
     (Canvas applies both, the empty one last or first) and leaves one of them "without a submission". An
     email counts only on rows without an account id (Moodle may let two accounts share one address), a
     name only on rows without any identifier (two students may share a name)."""
-    rows = {}
+    rows: dict[tuple[str, str], tuple[str, str, list[RosterStudent]]] = {}
     for student in roster.students:
         keys = [(TITLES[key], getattr(student, key)) for key in IDENTIFIERS if key != "email" and getattr(student, key)]
         keys += [(TITLES["participant"], student.participant_id)] if student.participant_id else []
@@ -178,9 +196,9 @@ def _refuse_repeated_students(roster):
             rows.setdefault((title, value.casefold()), (title, value, []))[2].append(student)
     repeated, seen = [], set()
     for title, value, students in rows.values():  # one entry per set of rows (not per identifier they share)
-        lines = frozenset(student.line for student in students)
-        if len(students) > 1 and lines not in seen:
-            seen.add(lines)
+        on_lines = frozenset(student.line for student in students)
+        if len(students) > 1 and on_lines not in seen:
+            seen.add(on_lines)
             repeated.append((title, value, students))
     if not repeated:
         return
@@ -200,7 +218,8 @@ def _keys(value):
 
 def _finder(roster):
     """A function (name, origin) -> [roster index]: the student(s) a submission is, [] when none for sure."""
-    index, ambiguous = {}, set()
+    index: dict[str, int] = {}
+    ambiguous: set[str] = set()
     for position, student in enumerate(roster.students):
         values = student.identifiers() or [student.name]
         for key in set().union(*(_keys(value) for value in values)):
@@ -212,7 +231,8 @@ def _finder(roster):
     return lambda name, origin: _positions(name, origin, roster, index, ambiguous, canvas_ids, participants)
 
 
-def match(roster, results, origins=None):
+def match(roster: Roster, results: Iterable[Result], origins: Origins | None = None
+          ) -> tuple[dict[int, Result], list[str]]:
     """({roster index: result}, notes). A result's name names its student(s) by any identifier.
 
     A submission from an LMS download is found by the id the download gave it (`origins`: Canvas user id,
@@ -224,7 +244,8 @@ def match(roster, results, origins=None):
     """
     origins = origins or {}
     find = _finder(roster)
-    chosen, notes = {}, []
+    chosen: dict[int, Result] = {}
+    notes: list[str] = []
     for result in results:
         positions = find(result.name, origins.get(result.name))
         if not positions:
@@ -246,7 +267,7 @@ def match(roster, results, origins=None):
     return chosen, notes
 
 
-def check_match(roster, names, origins=None, when=""):
+def check_match(roster: Roster, names: Iterable[str], origins: Origins | None = None, when: str = "") -> None:
     """RosterError unless the roster finds at least half of the class's submissions (`names`, as grades.csv
     names them) and at least one: otherwise it is another class's export or a file read with the wrong
     columns, and the LMS files would hold blanks. The message says what was read and what did not match."""
@@ -332,7 +353,8 @@ def _csv(rows):
     return buffer.getvalue()
 
 
-def canvas_csv(roster, chosen, points_possible, scores=None):
+def canvas_csv(roster: Roster, chosen: Mapping[int, Graded], points_possible: float,
+               scores: Mapping[str, float] | None = None) -> str:
     """Canvas gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then the assignment."""
     rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", roster.canvas_column],
             ["Points Possible", "", "", "", "", f"{points_possible:g}"]]
@@ -349,7 +371,7 @@ CANVAS_IDENTIFIERS = ("canvas_id", "sis_user_id", "sis_login_id")
 MOODLE_KEYS = ("email", "username", "idnumber", "sis_login_id")
 
 
-def moodle_csv(roster, chosen, scores=None):
+def moodle_csv(roster: Roster, chosen: Mapping[int, Graded], scores: Mapping[str, float] | None = None) -> str:
     """Moodle grade import: identifier columns (map one of them at upload) and one column per grade item."""
     present = [(key, title) for key, title in MOODLE_IDENTIFIERS
                if any(getattr(student, key) for student in roster.students)]
@@ -362,7 +384,8 @@ def moodle_csv(roster, chosen, scores=None):
     return _csv(rows)
 
 
-def moodle_worksheet(roster, chosen, points_possible, scores=None):
+def moodle_worksheet(roster: Roster, chosen: Mapping[int, Graded], points_possible: float,
+                     scores: Mapping[str, float] | None = None) -> tuple[str, str | None]:
     """(text, note): the grading worksheet as downloaded, its Grade column filled (scaled to Maximum Grade)."""
     header = [_normal(cell) for cell in roster.header]
     grade, top = header.index("grade"), header.index("maximum grade")
@@ -385,18 +408,23 @@ def moodle_worksheet(roster, chosen, points_possible, scores=None):
     return _csv(rows), note
 
 
-def write_lms_files(out, results, maxima, roster_path=None, origins=None, scores=None, roster=None):
+def write_lms_files(out: str | Path, results: Sequence[Graded], maxima: Mapping[str, float],
+                    roster_path: str | Path | None = None, origins: Origins | None = None,
+                    scores: Mapping[str, float] | None = None, roster: Roster | None = None) -> list[str]:
     """Write canvas_grades.csv and moodle_grades.csv (and moodle_worksheet.csv for a worksheet roster)
     into `out`; return notes for the instructor. `scores`: {name: final score} (overrides applied)."""
-    roster = roster or read_roster(roster_path)
+    if roster is None:
+        if roster_path is None:
+            raise TypeError("write_lms_files needs a roster or a roster_path")
+        roster = read_roster(roster_path)
     check_match(roster, [result.name for result in results], origins)  # before any file is written
     chosen, notes = match(roster, results, origins)
     points = sum(maxima.values())
     files = (("canvas_grades.csv", CANVAS_IDENTIFIERS, lambda: canvas_csv(roster, chosen, points, scores)),
              ("moodle_grades.csv", MOODLE_KEYS, lambda: moodle_csv(roster, chosen, scores)))
-    for name, ids, text in files:
+    for name, ids, contents in files:
         if any(getattr(student, key) for student in roster.students for key in ids):
-            write_atomic(Path(out) / name, text())
+            write_atomic(Path(out) / name, contents())
         else:  # rows the LMS cannot match to anyone: no file, rather than one that imports nothing
             (Path(out) / name).unlink(missing_ok=True)
             notes.append(f"{name} not written: {roster.label} gives no identifier that import matches students by "
@@ -414,7 +442,7 @@ def write_lms_files(out, results, maxima, roster_path=None, origins=None, scores
     return notes
 
 
-def roster_record(roster, results, origins=None):
+def roster_record(roster: Roster, results: Iterable[Graded], origins: Origins | None = None) -> list[dict[str, Any]]:
     """The roster for OUT/class.json: each student's name, ids, group, late flag and submission (or None)."""
     chosen, _ = match(roster, results, origins)
     students = []

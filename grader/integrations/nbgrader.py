@@ -29,15 +29,17 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 from grader.build.exercises import SOLUTION, code_sections, notebook
 from grader.chapter import STEP_KEYS
 from grader.paths import ROOT
 from grader.build import shipping
 from grader.build.shipping import shipped_files
-from grader.check.suite import discover
+from grader.check.suite import GradedTest, discover
 from grader.sandbox.limits import DEFAULTS
 
 ASSIGNMENT = "attention"
@@ -121,7 +123,7 @@ if os.path.isfile(os.path.join(HERE, "course_config.py")):
 '''
 
 
-def setup_source(step_seconds=DEFAULTS.step_seconds):
+def setup_source(step_seconds: float = DEFAULTS.step_seconds) -> str:
     """The locked setup cell: when nbgrader grades (autograde, validate), the checks load the notebook's
     definitions from its file with the kit's loader and give each step `step_seconds`, as `make grade` does."""
     return SETUP_SOURCE.format(notebook=f"{ASSIGNMENT}.ipynb", step_seconds=float(step_seconds))
@@ -150,7 +152,7 @@ def _markdown(source, cell_id):
     return {"cell_type": "markdown", "id": cell_id, "metadata": {}, "source": source.splitlines(keepends=True)}
 
 
-def check_cell(test):
+def check_cell(test: GradedTest) -> dict[str, Any]:
     """One autograded test cell; a hidden test's call sits inside the hidden-test markers."""
     points = f"{test.points:g} point" + ("" if test.points == 1 else "s")
     hidden = ", hidden=True" if test.kind == "hidden" else ""
@@ -164,7 +166,7 @@ def check_cell(test):
     return _nbgrader(_code(source, grade_id), grade=True, locked=True, grade_id=grade_id, points=test.points)
 
 
-def source_notebook(tests=None):
+def source_notebook(tests: Sequence[GradedTest] | None = None) -> str:
     """The nbgrader source notebook (JSON text): chapter, solution cells, setup cell, test cells."""
     tests = discover() if tests is None else tests
     document = json.loads(notebook(code_sections(SOLUTION.read_text())))
@@ -193,13 +195,13 @@ def _copy_sources(paths, target):
         shutil.copyfile(path, target / path.name)
 
 
-def grader_files():
+def grader_files() -> dict[str, str]:
     """{path: text} of the grader modules that kit.check and the kit's tests import, and no others:
     the release carries what the checks need, not the whole grading engine."""
     return shipped_files(["grader.integrations.incell"], shipping.test_files())
 
 
-def nbgrader(course, *args, timeout=600):
+def nbgrader(course: str | Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """Run the real nbgrader CLI in the course directory (it reads nbgrader_config.py there)."""
     # nbgrader runs the `alembic` command of its environment: put this interpreter's bin/ first.
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
@@ -207,7 +209,7 @@ def nbgrader(course, *args, timeout=600):
                           capture_output=True, text=True, env=env, timeout=timeout)
 
 
-def build(dist, course_id=DEFAULT_COURSE_ID):
+def build(dist: str | Path, course_id: str = DEFAULT_COURSE_ID) -> list[Path]:
     """A fresh course in dist/nbgrader (publish builds it in a staging folder and installs what may change)."""
     course = Path(dist) / "nbgrader"
     if course.exists():
@@ -233,6 +235,7 @@ def build(dist, course_id=DEFAULT_COURSE_ID):
 
 # -- republishing into a course in use ---------------------------------------------------------------------------
 GRADEBOOK = "gradebook.db"
+Cells = dict[str, dict[str, Any]]  # {"<notebook>: <cell>": points, type, locked, checksum}
 WORK_FOLDERS = ("submitted", "autograded", "feedback")  # nbgrader's per-student folders: student work
 
 
@@ -242,13 +245,13 @@ def _read_only(db):
     return sqlite3.connect(f"file:{Path(db).resolve()}?mode=ro", uri=True)
 
 
-def assignment_cells(db, assignment=ASSIGNMENT):
+def assignment_cells(db: str | Path, assignment: str = ASSIGNMENT) -> Cells | None:
     """{"<notebook>: <cell>": what grading depends on (points, type, locked, checksum)} for the assignment
     in a gradebook; None when the gradebook has no such assignment."""
     with closing(_read_only(db)) as connection:
         if not connection.execute("select 1 from assignment where name = ?", (assignment,)).fetchall():
             return None
-        cells = {}
+        cells: Cells = {}
         for notebook, cell, kind, points, _cell_type in connection.execute(
                 "select n.name, b.name, b.type, coalesce(g.max_score, t.max_score), coalesce(g.cell_type, t.cell_type) "
                 "from base_cell b join notebook n on b.notebook_id = n.id join assignment a on n.assignment_id = a.id "
@@ -264,7 +267,7 @@ def assignment_cells(db, assignment=ASSIGNMENT):
     return cells
 
 
-def cell_changes(old, new):
+def cell_changes(old: Cells | None, new: Cells | None) -> list[str]:
     """What republishing would change in the assignment's graded cells, one line each."""
     old, new = old or {}, new or {}
     lines = [f"cell {name} would be added" for name in sorted(set(new) - set(old))]
@@ -279,7 +282,7 @@ def cell_changes(old, new):
     return lines
 
 
-def student_work(course, assignment=ASSIGNMENT):
+def student_work(course: str | Path, assignment: str = ASSIGNMENT) -> list[str]:
     """What grading work the course holds for the assignment, one line each (empty: none)."""
     course = Path(course)
     found = []
@@ -306,7 +309,7 @@ def student_work(course, assignment=ASSIGNMENT):
     return found
 
 
-def plan_course(staged, course):
+def plan_course(staged: str | Path, course: str | Path) -> tuple[str, list[str]]:
     """(what to do with the gradebook, refusals) for installing the staged course over `course`.
 
     "install": the course has no gradebook yet, take the staged one. "keep": the assignment's graded cells
@@ -328,7 +331,7 @@ def plan_course(staged, course):
                          "assignment, or into a new course: make publish DIST=...)"])
 
 
-def finish_course(course, action):
+def finish_course(course: str | Path, action: str) -> None:
     """After the files are in place: take the staged gradebook, or regenerate the assignment in the course."""
     if action == "regenerate":
         try:

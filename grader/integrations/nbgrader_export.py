@@ -12,7 +12,7 @@ formula (=, +, -, @, tab, CR) gets a leading apostrophe, as in every CSV the kit
 import csv
 import re
 
-from nbgrader.api import MissingEntry
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import ExportPlugin
 
 FIELDS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
@@ -30,7 +30,7 @@ def _text(value):
     return csv_cell(str(value))
 
 
-def csv_cell(text):
+def csv_cell(text: str) -> str:
     """grader.text.csv_cell, repeated here because this file runs inside the nbgrader course, without the
     kit (tests/kit/test_output_injection.py checks that the two agree)."""
     if text.startswith(("=", "+", "-", "@", "\t", "\r")) and not re.fullmatch(r"-?\d+(\.\d+)?", text) and text != "-":
@@ -45,7 +45,7 @@ def _step_of(grade_id):
 class QuotedCsvExport(ExportPlugin):
     """CSV export with quoting, review flags, per-step scores and empty cells for no submission."""
 
-    def export(self, gradebook):
+    def export(self, gradebook: Gradebook) -> None:
         dest = self.to or "grades.csv"
         students = [str(item) for item in self.student]
         assignments = [str(item) for item in self.assignment]

@@ -19,6 +19,7 @@ a check cell).
 
 import os
 import re
+from typing import Any
 
 from nbgrader.plugins import FileNameCollectorPlugin
 from nbgrader.preprocessors import OverwriteCells
@@ -32,7 +33,7 @@ BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 class KitCollector(FileNameCollectorPlugin):
     """Student id and notebook from a file's folder (one per student) or its Canvas download name."""
 
-    def collect(self, submitted_file):
+    def collect(self, submitted_file: str) -> dict[str, str] | None:
         if os.path.splitext(submitted_file)[1] not in self.valid_ext:
             return None
         name = os.path.basename(submitted_file)
@@ -47,7 +48,7 @@ class KitCollector(FileNameCollectorPlugin):
         return {"student_id": folder, "file_id": resubmitted["stem"] + resubmitted["ext"] if resubmitted else name}
 
 
-def released_form(source):
+def released_form(source: str) -> str:
     """A check cell's source as the release holds it: the hidden-test region (and its markers) removed."""
     lines, hidden = [], False
     for line in source.split("\n"):
@@ -63,7 +64,7 @@ def released_form(source):
 class QuietOverwriteCells(OverwriteCells):
     """OverwriteCells that counts the hidden-test restorations instead of warning about each."""
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         self._restored = 0
         nb, resources = super().preprocess(nb, resources)
         if self._restored:
@@ -71,11 +72,11 @@ class QuietOverwriteCells(OverwriteCells):
                           "them)", resources["nbgrader"]["notebook"], self._restored)
         return nb, resources
 
-    def preprocess_cell(self, cell, resources, cell_index):
+    def preprocess_cell(self, cell: Any, resources: dict[str, Any], cell_index: int) -> tuple[Any, dict[str, Any]]:
         self._submitted = cell.source
         return super().preprocess_cell(cell, resources, cell_index)
 
-    def report_change(self, name, attr, old, new):
+    def report_change(self, name: str, attr: str, old: object, new: object) -> None:
         if attr == "checksum":
             source = self.gradebook.find_source_cell(name, self.notebook_id, self.assignment_id).source
             if BEGIN in source and self._submitted.rstrip() == released_form(source).rstrip():

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from grader.chapter import STEPS
@@ -74,7 +75,7 @@ def {function}(env):
 '''
 
 
-def test_files(kinds=("public", "hidden"), step_seconds=DEFAULTS.step_seconds):
+def test_files(kinds: Sequence[str] = ("public", "hidden"), step_seconds: float = DEFAULTS.step_seconds) -> dict[str, str]:
     """{"<step>.py": source} of Otter test files over the kit's tests of `kinds`, each step's checks
     sharing `step_seconds` (the judge's budget per step)."""
     tests = discover(ROOT / "tests", kinds=kinds)
@@ -88,7 +89,7 @@ def test_files(kinds=("public", "hidden"), step_seconds=DEFAULTS.step_seconds):
     return files
 
 
-def requirements():
+def requirements() -> str:
     """The kit's pins of IMAGE_PACKAGES for the grading image, torch as the CPU wheel."""
     lines = [f"--extra-index-url {TORCH_CPU_INDEX}"]
     for line in (ROOT / "requirements.txt").read_text().splitlines():
@@ -98,12 +99,12 @@ def requirements():
     return "\n".join(lines) + "\n"
 
 
-def build(dist):
+def build(dist: str | Path) -> list[Path]:
     """Write dist/otter/attention-autograder.zip with `otter generate`; return [its path]."""
     output = Path(dist).resolve() / "otter" / f"{NAME}-autograder.zip"
     output.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="kit-otter-") as staging:
-        staging = Path(staging)
+    with tempfile.TemporaryDirectory(prefix="kit-otter-") as folder:
+        staging = Path(folder)
         for name, text in test_files().items():
             (staging / "tests").mkdir(exist_ok=True)
             (staging / "tests" / name).write_text(text)

@@ -32,9 +32,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from grader.judging.judge import check_readable
+from grader.check.suite import GradedTest
+from grader.judging.judge import Options, check_readable
 from grader.judging.model import SubmissionResult, TestResult
 from grader.chapter import STEP_KEYS
 from grader.sandbox.limits import Limit
@@ -43,11 +45,11 @@ MARKER = "KIT_OTTER_RUN"  # environment variable naming this run; inherited by e
 STARTUP_SECONDS = 30  # otter run's own start (imports, kernel launch) on top of the per-step time limit
 OUTPUT_TAIL = 1500
 
-_built = {}
+_built: dict[str, Path] = {}
 _build_lock = threading.Lock()
 
 
-def autograder_zip():
+def autograder_zip() -> Path:
     """The Otter zip of the current sources (as `make publish` builds it), built once per process."""
     with _build_lock:
         if "zip" not in _built:
@@ -59,13 +61,14 @@ def autograder_zip():
         return _built["zip"]
 
 
-def submission_timeout(options):
+def submission_timeout(options: Options) -> float:
     """Seconds one `otter run` may take: the submission's limit, or its start plus every step's limit."""
     return (options.limits.submission_seconds
             or STARTUP_SECONDS + len(STEP_KEYS) * options.limits.step_seconds)
 
 
-def grade_with_otter(path, name, tests, options, autograder=None):
+def grade_with_otter(path: str | Path, name: str, tests: Sequence[GradedTest], options: Options,
+                     autograder: str | Path | None = None) -> SubmissionResult:
     """Grade one .py or .ipynb with `otter run`; the same result type as judge.grade_submission."""
     started = time.monotonic()
     result = SubmissionResult(name, str(path))
@@ -95,7 +98,7 @@ def grade_with_otter(path, name, tests, options, autograder=None):
     return result
 
 
-def private_copy(path, folder):
+def private_copy(path: Path, folder: Path) -> Path:
     """Copy only the submitted file into `folder`; a notebook gets the `python3` kernelspec."""
     folder.mkdir(parents=True)
     target = folder / ("attention.ipynb" if path.suffix == ".ipynb" else "attention.py")
@@ -111,7 +114,8 @@ def private_copy(path, folder):
     return target
 
 
-def run_otter(autograder, submission, workdir, timeout, step_seconds=None):
+def run_otter(autograder: Path, submission: Path, workdir: Path, timeout: float, step_seconds: float | None = None
+              ) -> tuple[Path | None, str]:
     """Run `otter run` on `submission` in `workdir`, each step's checks within `step_seconds` (None: the
     zip's own); return (results.json path or None, output tail)."""
     output_dir, scratch = workdir / "output", workdir / "tmp"
@@ -153,7 +157,7 @@ def run_otter(autograder, submission, workdir, timeout, step_seconds=None):
     return (results if process.returncode == 0 and results.is_file() else None), tail
 
 
-def kill_run(process, token):
+def kill_run(process: subprocess.Popen, token: str) -> None:
     """Kill `otter run`'s process group and every process that carries this run's marker."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
@@ -189,7 +193,8 @@ def _marker(pid):
     return None
 
 
-def read_verdicts(results_path, log_tail, tests):
+def read_verdicts(results_path: Path | None, log_tail: str, tests: Iterable[GradedTest]
+                  ) -> tuple[dict[str, tuple[bool, str]], str | None]:
     """({kit test name: (passed, message)}, problem or None) from Otter's results.json."""
     if results_path is None:
         if log_tail.startswith("otter run did not finish"):
@@ -214,7 +219,7 @@ def read_verdicts(results_path, log_tail, tests):
     return verdicts, None
 
 
-def case_verdicts(summary, names):
+def case_verdicts(summary: str, names: Sequence[str]) -> dict[str, tuple[bool, str]]:
     """{case name: (passed, message)} from one question's summary in Otter's results.json.
 
     Otter writes "<question> results: All test cases passed!" (then one line per
@@ -226,7 +231,9 @@ def case_verdicts(summary, names):
     lines = summary.splitlines()
     if lines and lines[0].endswith(" results: All test cases passed!"):
         return {name: (True, "") for name in names}
-    verdicts, current, block = {}, None, []
+    verdicts: dict[str, tuple[bool, str]] = {}
+    current: str | None = None
+    block: list[str] = []
     for line in [*lines[1:], "    (end) result:"]:
         if line.startswith("    ") and not line.startswith("     ") and line.endswith(" result:"):
             if current is not None:

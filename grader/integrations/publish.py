@@ -25,8 +25,10 @@ import importlib
 import json
 import shutil
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # Each part: the module whose `build(dist)` writes it.
 BUILDERS = {"student": "grader.build.release", "otter": "grader.integrations.otter",
@@ -47,21 +49,21 @@ GRADEBOOK = "nbgrader/gradebook.db"
 class PublishRefused(Exception):
     """Publishing would touch grading work or hand-edited files; nothing was changed."""
 
-    def __init__(self, lines):
+    def __init__(self, lines: list[str]) -> None:
         super().__init__("\n".join(lines))
         self.lines = lines
 
 
 @dataclass
 class Plan:
-    staged: dict = field(default_factory=dict)  # relative path -> staged file: every file the build made
-    write: dict = field(default_factory=dict)  # relative path -> staged file, to install
-    remove: list = field(default_factory=list)  # relative paths of stale generated files
-    refusals: list = field(default_factory=list)
+    staged: dict[str, Path] = field(default_factory=dict)  # relative path -> staged file: every file the build made
+    write: dict[str, Path] = field(default_factory=dict)  # relative path -> staged file, to install
+    remove: list[str] = field(default_factory=list)  # relative paths of stale generated files
+    refusals: list[str] = field(default_factory=list)
     course: str = ""  # nbgrader: "install", "keep" or "regenerate" the gradebook (see plan_course)
 
 
-def publish(dist, parts=PARTS, course_id=None):
+def publish(dist: str | Path, parts: Sequence[str] = PARTS, course_id: str | None = None) -> list[Path]:
     """Build `parts` and install them into `dist`; return the files written. PublishRefused when that would
     touch grading work (nothing is changed then)."""
     dist = Path(dist)
@@ -71,8 +73,8 @@ def publish(dist, parts=PARTS, course_id=None):
                               "(make publish DIST=...); nothing was changed"])
     manifest = read_manifest(dist)
     course_id = course_id or manifest.get("settings", {}).get("course_id") or "attention"
-    with tempfile.TemporaryDirectory(prefix="kit-publish-") as staging:
-        staging = Path(staging)
+    with tempfile.TemporaryDirectory(prefix="kit-publish-") as folder:
+        staging = Path(folder)
         for part in parts:  # each in its own folder, so that what a part wrote is known
             builder = importlib.import_module(BUILDERS[part])
             if part == "nbgrader":
@@ -97,7 +99,7 @@ def publish(dist, parts=PARTS, course_id=None):
     return written
 
 
-def staged_files(staging, parts):
+def staged_files(staging: Path, parts: Iterable[str]) -> dict[str, Path]:
     """{relative path: staged file} of every file the parts built (caches left out)."""
     files = {}
     for part in parts:
@@ -108,7 +110,7 @@ def staged_files(staging, parts):
     return files
 
 
-def owned_roots(staging, parts):
+def owned_roots(staging: Path, parts: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """{part: roots it owns}: OWNED, and for every part but nbgrader what its build wrote at the top."""
     roots = {}
     for part in parts:
@@ -118,13 +120,13 @@ def owned_roots(staging, parts):
     return roots
 
 
-def under(relative, parts, roots):
+def under(relative: str, parts: Iterable[str], roots: Mapping[str, tuple[str, ...]]) -> bool:
     """True when `relative` is one of the parts' roots or inside one of their root folders."""
     return any(relative == root or (root.endswith("/") and relative.startswith(root))
                for part in parts for root in roots.get(part, ()))
 
 
-def plan_install(dist, staging, parts, manifest):
+def plan_install(dist: Path, staging: Path, parts: Sequence[str], manifest: Mapping[str, Any]) -> Plan:
     plan = Plan()
     recorded = manifest.get("files", {})
     plan.staged, roots = staged_files(staging, parts), owned_roots(staging, parts)
@@ -159,7 +161,7 @@ def plan_install(dist, staging, parts, manifest):
     return plan
 
 
-def install(dist, plan):
+def install(dist: Path, plan: Plan) -> list[Path]:
     written = []
     for relative, staged in plan.write.items():
         target = dist / relative
@@ -171,11 +173,11 @@ def install(dist, plan):
     return written
 
 
-def digest(path):
+def digest(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def read_manifest(dist):
+def read_manifest(dist: str | Path) -> dict[str, Any]:
     try:
         data = json.loads((Path(dist) / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -183,6 +185,6 @@ def read_manifest(dist):
     return data if isinstance(data, dict) else {}
 
 
-def write_manifest(dist, data):
+def write_manifest(dist: str | Path, data: Mapping[str, Any]) -> None:
     Path(dist).mkdir(parents=True, exist_ok=True)
     (Path(dist) / MANIFEST).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
