@@ -94,7 +94,7 @@ def test_limits_are_recognised(error, kind):
 
 
 # -- the fault model's rule ---------------------------------------------------------------------------------------
-from grader.check.causes import name_cause, observation  # noqa: E402
+from grader.check.causes import PROBES, name_cause, observation  # noqa: E402
 
 
 def test_a_cause_is_named_only_when_exactly_one_known_fault_matches_every_probe():
@@ -135,3 +135,45 @@ def test_the_diagnose_report_runs_on_a_sample_of_each_split():
     for line in ("tuning: 2 faults | caught 2/2", "held-out: 1 faults | caught", "development: 1 faults",
                  "correct variants with a cause: 0 of 1"):
         assert line in text, text
+
+
+def test_weights_above_one_that_the_temperature_reads_as_a_softmax_are_not_a_missing_softmax():
+    """Before: dropout left on in eval mode (F.dropout without training=self.training) was told "the softmax is
+    missing": its rescaled survivors are above one. Now: a temperature read (a softmax of the scores at some scale)
+    rules no_softmax out, and the rescaling faults need eval mode to drop nothing (dropout active in eval mode
+    drops and rescales both outputs alike, so the rescaling reads as "one")."""
+    dropout_on = [observation("rows", "raw"), observation("temperature", "ok"), observation("pattern", "other")]
+    assert name_cause(dropout_on) is None
+    in_eval = dropout_on + [observation("eval", "random"), observation("rescale", "one"), observation("rate", "ok")]
+    assert name_cause(in_eval) == "dropout_in_eval"
+    assert name_cause([observation("rows", "raw"), observation("temperature", "other")]) == "no_softmax"
+    assert name_cause([observation("rows", "raw")]) == "no_softmax"
+    assert name_cause([observation("rescale", "one"), observation("rate", "ok"), observation("eval", "ok")]) == \
+        "dropout_no_rescale"
+
+
+def test_nan_on_the_future_alone_tells_no_story():
+    """Before: NaN exactly on the future named "the softmax is taken over the wrong axis", also for a
+    renormalisation by a sum over the batch axis (0/0, no softmax at all). Now: that NaN is possible for a softmax
+    over the wrong axis but is no evidence of it; the rows' sums along another axis still are."""
+    assert name_cause([observation("nan", "future")]) is None
+    assert name_cause([observation("nan", "future"), observation("rows", "axis")]) == "softmax_dim"
+    assert "softmax" not in PROBES["nan"][1]["future"].split("(")[0]
+
+
+@pytest.mark.parametrize("message, line, cause", [
+    # torch 2.13's words, then torch 2.1's; the float must be the view's head_dim argument
+    ("view(): argument 'size' failed to unpack the object at pos 4 with error \"type must be tuple of ints,but "
+     "got float\"", "q = self.W_query(x).view(b, n, self.num_heads, self.head_dim)", "head_dim_wrong"),
+    ("view(): argument 'size' (position 1) must be tuple of ints, but found element of type float at pos 4",
+     "q = self.W_query(x).view(b, n, self.num_heads, self.head_dim)", "head_dim_wrong"),
+    ("view(): argument 'size' failed to unpack the object at pos 3 with error \"type must be tuple of ints,but "
+     "got float\"", "q = self.W_query(x).view(b, n, self.num_heads, self.head_dim)", None),
+    ("mat1 and mat2 shapes cannot be multiplied (6x2 and 6x2)", "attn_scores = queries @ keys", "keys_not_transposed"),
+    ("mat1 and mat2 shapes cannot be multiplied (6x2 and 3x2)", "attn_scores = queries @ keys", None),
+])
+def test_crashes_read_by_their_one_meaning(message, line, cause):
+    """Before: torch's raw text for a float head_dim and for SelfAttention_v1's untransposed keys. Now: named
+    when the failing line and the message single the mistake out (the same shapes on both sides of `@`)."""
+    assert crash_cause({"type": "RuntimeError", "message": message, "location": f"a.py, line 3, in f: {line}"}) == \
+        cause

@@ -88,6 +88,27 @@ FAMILIES = [
     ("masking step: masked_fill without _", "masking",
      (MASKING_FILL, "    masked = scores\n    scores.masked_fill(hidden, -torch.inf)\n"), "no_mask", (),
      ("zero_fill",)),
+    # Before: "the softmax is missing" (weights above one: dropout's rescaling, read as no softmax). Now: the
+    # temperature probe reads a softmax, and the rescaling faults need eval mode to drop nothing.
+    ("wrong cause: F.dropout left on in eval mode", "causal_attention",
+     ("        attn_weights = self.dropout(attn_weights)\n        return attn_weights @ values\n",
+      "        attn_weights = torch.nn.functional.dropout(attn_weights, self.dropout.p)\n"
+      "        return attn_weights @ values\n"), "dropout_in_eval", (),
+     ("no_softmax", "dropout_no_rescale")),
+    # Before: "the softmax is taken over the wrong axis" (NaN on the future, 0/0 from a sum over the batch).
+    ("wrong cause: renormalised by a sum over the first axis", "masking",
+     ("    return masked / masked.sum(dim=-1, keepdim=True)\n", "    return masked / masked.sum(dim=0, keepdim=True)\n"),
+     "renorm_columns", (), ("softmax_dim",)),
+    # Before: torch's raw error for each of these crashes. Now: the crash read, or the repair that runs.
+    ("crash read: head_dim a float", "multihead_attention",
+     ("        self.head_dim = d_out // num_heads\n", "        self.head_dim = d_out / num_heads\n"), "head_dim_wrong",
+     (), ()),
+    ("crash read: SelfAttention_v1's keys not transposed", "scaling",
+     ("        values = x @ self.W_value\n        attn_scores = queries @ keys.T\n",
+      "        values = x @ self.W_value\n        attn_scores = queries @ keys\n"), "keys_not_transposed", (), ()),
+    ("repair: causal_attention_weights' mask sized from the batch axis", "masking",
+     ("    n = scores.shape[-1]\n    hidden = causal_mask(n)", "    n = scores.shape[0]\n    hidden = causal_mask(n)"),
+     "mask_sliced_by_batch", (), ()),
 ]
 
 # Simulates PyTorch 2.1/2.2 under numpy 2: torch imports, and every tensor <-> array step raises as they do.
@@ -188,3 +209,23 @@ def test_a_notebook_cell_that_failed_to_run_is_reported_not_its_stale_definition
         assert "✓ 3. masking" in capsys.readouterr().out
     finally:
         kernel_checker.FAILED_CELLS.clear()
+
+
+def test_what_torch_prints_while_importing_waits_until_the_pair_is_checked(tmp_path, monkeypatch, capsys):
+    """Before: PyTorch 2.2.2 under numpy 2.4.6 (measured in a venv) printed numpy's page ("A module that was
+    compiled using NumPy 1.x cannot be run in NumPy 2...", a stack, a UserWarning) above the checker's one line
+    with the fix. Now: the import's stderr and warnings are held back, dropped for a broken pair, and printed as
+    they were when the pair works."""
+    from grader.check import notebook as checker
+
+    (tmp_path / "noisy_import.py").write_text(
+        "import sys, warnings\nsys.stderr.write('A module that was compiled using NumPy 1.x cannot be run\\n')\n"
+        "warnings.warn('Failed to initialize NumPy', UserWarning)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module, held, caught = checker._require_quietly("noisy_import")
+    assert module.__name__ == "noisy_import" and "compiled using NumPy 1.x" in held
+    assert [str(found.message) for found in caught] == ["Failed to initialize NumPy"]
+    assert capsys.readouterr().err == ""  # nothing yet: a broken pair raises BrokenPackages and drops it
+    with pytest.warns(UserWarning, match="Failed to initialize NumPy"):
+        checker._said_again(held, caught)
+    assert "compiled using NumPy 1.x" in capsys.readouterr().err

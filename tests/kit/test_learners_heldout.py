@@ -117,14 +117,12 @@ RIGHT_CAUSES = {
     "bugs/mha_mask_unsqueezed_wrong.py": {"mask_shape"},
 }
 
-# Wrong causes measured on 2026-11-26 (13:45 UTC), each {file: {cause keys}}: a new one fails the test.
+# Wrong causes measured, each {file: {cause keys}}: a new one fails the test. None since 2026-11-26 (16:40 UTC);
+# the two measured at 13:45 are gone: ca_functional_dropout_always was told "the softmax is missing" (weights above
+# one: dropout's rescaling; a temperature read now rules no_softmax out), renorm_sum_dim0 "the softmax is taken
+# over the wrong axis" (NaN on the future from 0/0; that NaN alone now tells no story).
 KNOWN_WRONG_DIAGNOSES = {}  # the step's "most likely cause"
-KNOWN_WRONG_IN_MESSAGES = {  # a cause's title written into a failing check's message
-    # dropout on in eval mode: the probes see weights above one and say the softmax is missing
-    "bugs/ca_functional_dropout_always.py": {"no_softmax"},
-    # no softmax in mask_and_renormalize; one check says "the softmax is taken over the wrong axis"
-    "bugs/renorm_sum_dim0.py": {"softmax_dim"},
-}
+KNOWN_WRONG_IN_MESSAGES = {}  # a cause's title written into a failing check's message
 
 # Measured exceptions to "every bug is caught" and "every variant keeps full marks" (strict xfails).
 NOT_CAUGHT = {

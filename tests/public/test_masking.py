@@ -6,6 +6,7 @@ from grader.check.book import BOOK_ATOL, SEED789_MASKED_WEIGHTS, SEED789_SCORES_
 from grader.check.causes import observation
 from grader.check.signatures import (future_scores_observation, mask_outcome, pattern_outcome, rows_outcome,
                                      scale_table, temperature_observation, temperature_outcome)
+from grader.check.student import StudentError
 from grader.check.testing import (diagnosed, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, fail, graded,
                                   once, seeded)
 
@@ -25,10 +26,34 @@ def renorm_probes(student, weights):
     return probes
 
 
+def square_batch_probe(student, d_k, tokens=5):
+    """When causal_attention_weights raises on a batch of scores: a batch of as many sequences as tokens. If that
+    runs and gives weights whose rows sum to one with exactly the future hidden, while another batch size raises,
+    the mask is sized from the batch axis (the one repair the inputs can make; the code is not changed)."""
+    with seeded(11):
+        other, square = torch.randn(tokens - 2, tokens, tokens), torch.randn(tokens, tokens, tokens)
+    try:
+        student.call("causal_attention_weights", other, d_k)
+        return []  # other batch sizes run: this is not the story
+    except StudentError:
+        pass
+    try:
+        got = student.call("causal_attention_weights", square, d_k)
+    except StudentError:
+        return []
+    if rows_outcome(got, causal=True) == "ok" and pattern_outcome(got) == "ok":
+        return [observation("batch_size", "tokens")]
+    return []
+
+
 def causal_probes(student, scores, d_k):
-    """Row sums, softmax scale (of the visible part) and hidden positions of causal_attention_weights."""
+    """Row sums, softmax scale (of the visible part) and hidden positions of causal_attention_weights; when it
+    raises on these scores, whether a batch as large as the sequence is long runs (square_batch_probe)."""
     def probes():
-        got = student.call("causal_attention_weights", scores, d_k)
+        try:
+            got = student.call("causal_attention_weights", scores, d_k)
+        except StudentError:
+            return square_batch_probe(student, d_k) if scores.dim() == 3 else []
         found = [observation("rows", rows_outcome(got, causal=True))]
         temperature = temperature_observation(got, scores, scale_table(d_k, tokens=scores.shape[-1]), causal=True)
         pattern = pattern_outcome(got)

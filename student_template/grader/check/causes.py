@@ -27,7 +27,7 @@ PROBES = {
         "axis": "they sum to one along another axis instead of along each row",
         "constant": "every row sums to the same constant below one",
         "short": "the future is zero but the rows sum to less than one",
-        "nan": "some rows are NaN", "raw": "they are not softmax outputs (negative or above one)",
+        "nan": "some rows are NaN", "raw": "some weights are negative or above one",
         "other": "the rows do not sum to one"}),
     "renorm": ("row sums after renormalising", {
         "axis": "they sum to one along the columns instead of along the rows",
@@ -44,7 +44,8 @@ PROBES = {
         "next": "each token also sees the next token", "none": "nothing is hidden",
         "all": "every position is hidden", "other": "the hidden positions are not exactly j > i"}),
     "nan": ("NaN", {
-        "future": "NaN sits exactly on the future positions (masked to -inf all along the axis the softmax took)",
+        "future": "NaN sits exactly on the future positions (each was normalised along an axis on which every "
+                  "entry is hidden: a softmax over only -inf, or a division by a sum of zeros)",
         "first": "only the first token's row is NaN (nothing is left visible to it)",
         "last": "only the last token's row is NaN",
         "hidden_rows": "every row that hides a position is NaN and the last row, which hides none, is not: the "
@@ -127,6 +128,10 @@ def sig(**probes):
     return {probe: frozenset(outcomes.split("|")) for probe, outcomes in probes.items()}
 
 
+# The rescaling faults: measured in training mode against eval mode, so only where eval mode drops nothing (dropout
+# active in eval mode drops and rescales both outputs alike, and the rescaling then reads as "one").
+EVAL_OFF = "ok"
+
 CAUSES = {cause.key: cause for cause in (
     # ---------------------------------------------------------------- projection
     Cause("qkv_order", "W_query, W_key and W_value are drawn, created or returned in the wrong order",
@@ -161,7 +166,7 @@ CAUSES = {cause.key: cause for cause in (
     Cause("scores_kq", "the scores are keys @ queries^T, the transpose of the score matrix",
           "scores[i, j] is query i · key j: queries @ keys.transpose(-2, -1)"),
     Cause("softmax_dim", "the softmax is taken over the wrong axis (the weights do not sum to one along each row)",
-          "normalise each row of scores: softmax(..., dim=-1)", sig(rows="axis|~nan", nan="future")),
+          "normalise each row of scores: softmax(..., dim=-1)", sig(rows="axis|~nan", nan="~future")),
     Cause("no_scale", "the scaling is missing: softmax of the raw scores",
           "divide the scores by sqrt(d_k) before the softmax", sig(rows="ok", temperature="one")),
     Cause("scale_dk", "the scores are divided by d_k instead of sqrt(d_k)",
@@ -236,19 +241,21 @@ CAUSES = {cause.key: cause for cause in (
     Cause("renorm_columns", "the masked weights are divided by their column sums instead of their row sums",
           "divide each row by its own sum: masked / masked.sum(dim=-1, keepdim=True)", sig(renorm="axis")),
     Cause("no_softmax", "the softmax is missing: the (masked, scaled) scores are used as attention weights",
-          "turn the scores into weights with torch.softmax(scores / sqrt(d_k), dim=-1)", sig(rows="raw")),
+          "turn the scores into weights with torch.softmax(scores / sqrt(d_k), dim=-1)",
+          sig(rows="raw", temperature="~other")),
     # ---------------------------------------------------------------- dropout
     Cause("dropout_no_rescale", "dropout does not rescale the surviving weights",
           "multiply the survivors by 1/(1-p) so that the expected value is unchanged",
-          sig(rescale="one", rate="ok")),
+          sig(rescale="one", rate="ok", eval=EVAL_OFF)),
     Cause("dropout_rescale_by_p", "dropout divides the survivors by p instead of (1-p)",
-          "scale the survivors by 1/(1-p)", sig(rescale="inverse_p", rate="ok")),
+          "scale the survivors by 1/(1-p)", sig(rescale="inverse_p", rate="ok", eval=EVAL_OFF)),
     Cause("dropout_scaled_down", "dropout multiplies the survivors by (1-p) instead of dividing by it",
-          "scale the survivors by 1/(1-p)", sig(rescale="keep", rate="ok")),
+          "scale the survivors by 1/(1-p)", sig(rescale="keep", rate="ok", eval=EVAL_OFF)),
     Cause("dropout_scaled_by_p", "dropout multiplies the survivors by p instead of dividing by (1-p)",
-          "scale the survivors by 1/(1-p)", sig(rescale="p", rate="ok")),
+          "scale the survivors by 1/(1-p)", sig(rescale="p", rate="ok", eval=EVAL_OFF)),
     Cause("dropout_rescaled_twice", "dropout divides the survivors by (1-p) twice",
-          "rescale once: the survivors are multiplied by 1/(1-p), no more", sig(rescale="twice", rate="ok")),
+          "rescale once: the survivors are multiplied by 1/(1-p), no more",
+          sig(rescale="twice", rate="ok", eval=EVAL_OFF)),
     Cause("dropout_keep_probability", "dropout takes p as the probability of keeping a weight",
           "p is the probability of dropping: keep a weight when rand >= p", sig(rate="keep")),
     Cause("dropout_same_mask", "dropout reuses the same mask on every call (a fixed seed inside?)",
@@ -273,8 +280,9 @@ CAUSES = {cause.key: cause for cause in (
     Cause("mask_length", "the mask is built for fewer positions than context_length",
           "register torch.triu(torch.ones(context_length, context_length), diagonal=1) as the mask buffer",
           sig(lengths="long_crash")),
-    Cause("mask_sliced_by_batch", "the mask is sliced with the batch size (x.shape[0]) instead of the number of "
-          "tokens", "slice it with num_tokens = x.shape[1]: self.mask.bool()[:num_tokens, :num_tokens]",
+    Cause("mask_sliced_by_batch", "the mask is sized from the batch axis (x.shape[0], or scores.shape[0] for a "
+          "batch of scores) instead of the number of tokens", "take the size from the token axis: num_tokens = "
+          "x.shape[1] and self.mask.bool()[:num_tokens, :num_tokens] in a module, scores.shape[-1] for scores",
           sig(batch_size="tokens")),
     Cause("linear_weight_matmul", "x @ W.weight multiplies by nn.Linear's weight as it is stored, (d_out, d_in)",
           "call the layer: self.W_query(x) (or x @ self.W_query.weight.T)"),
@@ -468,6 +476,14 @@ LINEAR_WEIGHT = re.compile(r"@\s*(self\.)?W_\w+\.weight\b(?!\s*\.\s*(T\b|mT\b|t\
 WEIGHT_LEFT = re.compile(r"\bW_\w+(\.weight)?\s*@\s*x\b")
 MASK_SLICED = re.compile(r"mask[^@=]*\[\s*:[^\]]*,\s*:")
 MASK_RESHAPED = re.compile(r"mask[^@=]*\.\s*(unsqueeze|view|reshape|expand|T\b|transpose)|mask[^@=]*\[\s*None")
+# `queries @ keys` with keys as they come from the projection: (n, d_k) @ (n, d_k) clashes unless n == d_k.
+KEYS_UNTRANSPOSED = re.compile(r"\b(queries|q|query)\s*@\s*(keys|k|key)\b(?!\s*\.\s*(T\b|mT\b|t\(|transpose|permute))")
+SAME_MATRICES = re.compile(r"shapes cannot be multiplied \((\d+)x(\d+) and \1x\2\)")
+# A size of view()/reshape() that is a float (d_out / num_heads), and its position (1-based), in the words of
+# torch 2.1 to 2.14 ("failed to unpack the object at pos 4 with error ... but got float", "must be tuple of ints,
+# but found element of type float at pos 4").
+FLOAT_SIZE = re.compile(r"(?:view|reshape)\(\): argument 'size'[^\n]*?(?:at pos (\d+)[^\n]*?\bfloat\b|\bfloat\b at pos "
+                        r"(\d+))")
 MISSING_PARAMETER = re.compile(r"^(?:heads\.\d+\.)?(W_query|W_key|W_value|out_proj)\.(weight|bias) is not an "
                                r"nn\.Parameter.*\(found (\w+)\)")
 WRONG_SHAPE = re.compile(r"^(?:heads\.\d+\.)?(W_query|W_key|W_value|out_proj)\.weight has shape \((\d+), (\d+)\), "
@@ -493,6 +509,35 @@ def injection_cause(message):
     return None
 
 
+def call_arguments(code, name):
+    """The top-level arguments of the first `.name(...)` call in a line of code, as text ([] if none)."""
+    start = re.search(rf"\.\s*{name}\s*\(", code)
+    if not start:
+        return []
+    arguments, depth, current = [], 0, ""
+    for char in code[start.end():]:
+        if char == ")" and depth == 0:
+            return arguments + [current.strip()]
+        if char == "," and depth == 0:
+            arguments.append(current.strip())
+            current = ""
+            continue
+        depth += char in "([{"
+        depth -= char in ")]}"
+        current += char
+    return []
+
+
+def float_size_is_head_dim(message, code):
+    """Whether the float size that view() or reshape() refused is the line's head_dim (d_out / num_heads)."""
+    found = FLOAT_SIZE.search(message)
+    if not found:
+        return False
+    arguments = call_arguments(code, "view") or call_arguments(code, "reshape")
+    position = int(found.group(1) or found.group(2)) - 1
+    return 0 <= position < len(arguments) and re.fullmatch(r"(self\.)?head_dim", arguments[position]) is not None
+
+
 def crash_cause(error):
     """The mistake behind a crash of the student's code (`error`: type, message and failing line), when the
     crash has one meaning; None otherwise."""
@@ -512,6 +557,10 @@ def crash_cause(error):
         return "init_not_defined"
     if re.search(r"shape '\[[\d, ]+\]' is invalid for input of size", message) and "head" in code:
         return "head_dim_wrong"
+    if float_size_is_head_dim(message, code):
+        return "head_dim_wrong"
+    if KEYS_UNTRANSPOSED.search(code) and SAME_MATRICES.search(message):
+        return "keys_not_transposed"  # queries and keys have the same (n, d_k) shape: the keys' transpose is missing
     if WEIGHT_LEFT.search(code) and SHAPE_CLASH.search(message):
         return "weight_left"
     if LINEAR_WEIGHT.search(code) and SHAPE_CLASH.search(message):

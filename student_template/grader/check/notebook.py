@@ -74,15 +74,36 @@ class BrokenPackages(MissingPackage):
     """PyTorch and numpy are installed but do not work together; the message says the command that fixes it."""
 
 
-torch = _require("torch")
+def _require_quietly(name):
+    """`_require(name)` with what the import prints held back: (module, what it wrote to stderr, its warnings).
+    Under numpy 2, a PyTorch built for numpy 1.x prints a page of numpy's (a traceback-like notice and a
+    UserWarning) while it imports, above the one line that says the command that fixes it."""
+    held = io.StringIO()
+    with contextlib.redirect_stderr(held), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        module = _require(name)
+    return module, held.getvalue(), caught
+
+
+def _said_again(text, caught):
+    """Print what an import held back, as it would have been printed (the pair works: nothing is hidden)."""
+    if text:
+        sys.stderr.write(text)
+    for found in caught:
+        warnings.warn_explicit(found.message, found.category, found.filename, found.lineno)  # the filters apply
+
+
+torch, _held, _caught = _require_quietly("torch")
 _numpy = _require("numpy")  # grader.check.wire needs it: say so here rather than in a traceback deep inside
 with warnings.catch_warnings():  # PyTorch's own warning about numpy says less than the message below
     warnings.simplefilter("ignore")
     _problem = numpy_bridge_problem(torch, _numpy)
 if _problem:
     raise BrokenPackages(_problem)
+_said_again(_held, _caught)
 
 from grader.chapter import BY_KEY, STEP_KEYS  # noqa: E402 - after the clear message on a missing package
+from grader.check.causes import CAUSES  # noqa: E402
 from grader.check.loader import load_definitions, read_chunks  # noqa: E402
 from grader.check.runner import run_test  # noqa: E402
 from grader.check.session import Session  # noqa: E402
@@ -286,6 +307,11 @@ def with_location(message, details):
     return message
 
 
+def names_a_cause(message):
+    """Whether a check's message names one of the fault model's causes (its title, as testing.explain writes it)."""
+    return any(cause.title in message for cause in CAUSES.values())
+
+
 def step_lines(result, mark_pass="✓", mark_fail="✗"):
     """A step's line: its mark, number, key and the reason; the reason's other lines (where it
     happened, a hint) indented below it."""
@@ -297,8 +323,10 @@ def step_lines(result, mark_pass="✓", mark_fail="✗"):
     if result.not_implemented:
         return [f"{head} not implemented yet"]
     failed = [(name, message) for name, passed, message in result.verdicts if not passed]
-    # A step half done: show a real mistake before a "not implemented yet".
-    name, message = next((item for item in failed if "not implemented yet" not in item[1]), failed[0])
+    # The one line shown: a check that names the cause, else a real mistake (a step half done: before a "not
+    # implemented yet"). Checks see different probes: the first to fail may only say which properties failed.
+    mistakes = [item for item in failed if "not implemented yet" not in item[1]]
+    name, message = next((item for item in mistakes if names_a_cause(item[1])), (mistakes or failed)[0])
     first, *rest = [line.strip() for line in (message.strip() or "failed").splitlines() if line.strip()]
     return ([f"{head} {first}", *(f"    {line}" for line in rest)]
             + [f"    ({len(failed)} of {total} checks failed; this one: {name})"])
