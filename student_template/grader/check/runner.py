@@ -3,6 +3,7 @@
 import traceback
 
 from grader.check.student import StudentError, StudentUnavailable
+from grader.check.wire import ProtocolError
 from grader.check.testing import details_of
 
 
@@ -23,8 +24,8 @@ def run_test(test, student, details=None):
     except AssertionError as error:
         details.update(details_of(error))
         return False, str(error) or "assertion failed"
-    except (NameError, ImportError):  # no output of the student's can cause these in the check: a grader bug,
-        raise                          # never recorded as the student's failure (the run reports it instead)
+    except (NameError, ImportError, ProtocolError):  # no output of the student's can cause these in the check:
+        raise  # a grader bug, never recorded as the student's failure (the run reports it instead)
     except Exception as error:  # noqa: BLE001 - an odd student output tripped the check itself
         where = traceback.extract_tb(error.__traceback__)[-1]
         return False, (f"the check could not run on your output ({type(error).__name__}: {error}); "

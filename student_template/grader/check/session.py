@@ -31,8 +31,13 @@ class Session:
 
     # -- dispatch ---------------------------------------------------------
     def handle(self, request):
-        """Carry out one decoded request; return a JSON-ready answer."""
-        if request.get("op") == "batch":
+        """Carry out one request (checked against wire.OPERATIONS, the one place that declares them);
+        return a JSON-ready answer."""
+        try:
+            request = self.parse(request)
+        except wire.ProtocolError as error:
+            return {"ok": False, "error": describe_error(error, self.module)}
+        if request["op"] == "batch":
             return self.handle_batch(request)
         try:
             operation = getattr(self, "op_" + request["op"])
@@ -46,21 +51,30 @@ class Session:
                 raise
             return {"ok": False, "error": describe_error(error, self.module)}
 
+    @staticmethod
+    def parse(request):
+        """The request with its defaults, if it is one of the operations a Session carries out (ProtocolError if not:
+        an unknown operation, a missing or unknown field, or one for the worker's own loop such as "load")."""
+        operation = wire.operation_of(request)
+        if not operation.session:
+            raise wire.ProtocolError(f"request {operation.name!r} is for the worker's loop, not a Session")
+        return operation.parse(request)
+
     def handle_batch(self, request):
         """Several requests in one round trip, carried out in order up to the first that fails, as the judge
         would have sent them one by one (it stops at a failure too), or all of them with "keep_going" (the
         judge then reads each failure where it would have met it). A request whose "handle" is "previous"
         acts on the module that the last "build" before it made."""
         answers, built = [], None
-        for item in request.get("requests") or []:
-            if item.get("handle") == "previous":
+        for item in request["requests"] or []:
+            if isinstance(item, dict) and item.get("handle") == "previous":
                 item = {**item, "handle": built}
             answer = self.handle(item)
             answers.append(answer)
             if not answer["ok"]:
-                if not request.get("keep_going"):
+                if not request["keep_going"]:
                     break
-            elif item.get("op") == "build":
+            elif item["op"] == "build":
                 built = answer["value"]
         return {"ok": True, "answers": answers}
 

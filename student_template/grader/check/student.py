@@ -63,7 +63,7 @@ class Student:
         """Several (what, request) pairs in one round trip (see Session.handle_batch): the value of each, or
         StudentError for the first that failed, as if they had been asked one by one. With `keep_going`
         every request runs, and the list holds a StudentError (not raised) for each one that failed."""
-        request = {"op": "batch", "name": asks[-1][0], "requests": [r for _, r in asks], "keep_going": keep_going}
+        request = wire.request("batch", name=asks[-1][0], requests=[r for _, r in asks], keep_going=keep_going)
         answer = self.transport.send(request)
         answers = answer.get("answers") if answer.get("ok") is True else None
         # From the student's process: one answer per request (up to the first failure), nothing else.
@@ -87,8 +87,8 @@ class Student:
         one after another (StudentError for the first step that fails)."""
         asks = []
         for weights, inputs in runs:
-            build = {"op": "build", "name": name, "args": wire.encode(list(args)), "kwargs": wire.encode(kwargs),
-                     "seed": seed, "stand_in_heads": False}
+            build = wire.request("build", name=name, args=wire.encode(list(args)), kwargs=wire.encode(kwargs),
+                                 seed=seed, stand_in_heads=False)
             module = ModuleHandle(self, name, "previous")
             asks += [(f"{name}(...)", build)] + ([module.loading(weights)] if weights else [])
             asks.append(module._forwarding(inputs, False, None))
@@ -111,8 +111,7 @@ class Student:
 
     def call(self, name, *args, seed=None, **kwargs):
         """Call the student's function `name` and return its (decoded) result."""
-        request = {"op": "call", "name": name, "args": wire.encode(list(args)),
-                   "kwargs": wire.encode(kwargs), "seed": seed}
+        request = wire.request("call", name=name, args=wire.encode(list(args)), kwargs=wire.encode(kwargs), seed=seed)
         return self._ask(f"{name}(...)", request)
 
     def build(self, name, *args, seed=None, weights=None, stand_in_heads=False, **kwargs):
@@ -121,8 +120,8 @@ class Student:
         `stand_in_heads=True` builds it while the module's `CausalAttention` is
         the grader's simple StandInHead (to judge a wrapper on its own).
         """
-        request = {"op": "build", "name": name, "args": wire.encode(list(args)),
-                   "kwargs": wire.encode(kwargs), "seed": seed, "stand_in_heads": stand_in_heads}
+        request = wire.request("build", name=name, args=wire.encode(list(args)), kwargs=wire.encode(kwargs), seed=seed,
+                               stand_in_heads=stand_in_heads)
         if not weights:
             return ModuleHandle(self, name, self._ask(f"{name}(...)", request))
         load = ModuleHandle(self, name, "previous").loading(weights)  # the module built just before
@@ -137,7 +136,7 @@ class ModuleHandle:
         self.path = path
 
     def _request(self, op, **fields):
-        return {"op": op, "handle": self.handle, "path": self.path, **fields}
+        return wire.request(op, handle=self.handle, path=self.path, **fields)
 
     @property
     def label(self):
