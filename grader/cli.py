@@ -308,26 +308,27 @@ def grading_settings(args, options):
     settings = {"suite": suite_digest(), "engine": args.engine, "options": vars(options),
                 "public_only": args.public_only}
     if args.engine == "kit":
-        from grader.sandbox import worker
+        from grader.sandbox import pool
 
-        settings["sandbox"] = worker.protections().mode
+        settings["sandbox"] = pool.current().protections().mode
     return settings
 
 
 def sandbox_check(args):
     """Probe what the sandbox can have here and say so; with --require-sandbox, refuse to grade without
-    all of it (exit 2). Workers are then sealed ahead of time in each judge (see sandbox.worker)."""
+    all of it (exit 2). Workers are then sealed ahead of time in each judge (see sandbox.pool)."""
     if args.engine != "kit":
         return None
-    from grader.sandbox import worker
+    from grader.sandbox import pool
 
-    found = worker.protections()
+    workers = pool.current()
+    found = workers.protections()
     print(terminal(found.summary()), file=sys.stderr)
     if args.require_sandbox and not found.complete:
         raise UsageError(f"--require-sandbox: refusing to grade without {', '.join(found.missing())} "
                          f"({'; '.join(found.off) or 'unavailable here'}); see docs/sandbox.md for what each needs")
-    worker.WorkerTransport.REQUIRE_SANDBOX = args.require_sandbox
-    worker.preseal(True)
+    workers.require_sandbox = args.require_sandbox
+    workers.preseal(True)
     return found
 
 

@@ -4,9 +4,10 @@ The checks run in the judge, in Python: threads share one interpreter lock, so
 one judge process never gets more than one core however many workers compute
 beside it. A class is therefore split between this process, which grades the first
 share itself, and judge processes forked from it (torch already imported, no
-thread, no CUDA: forking is safe), each with its own threads, fork server and
-workers. This process's fork server may already be running (the command line
-starts it early, see `sandbox.servers`); a forked judge never uses it. A judge
+thread, no CUDA: forking is safe), each with its own threads, workers and worker
+pool (`sandbox.pool`, made anew in the judge). Every judge forks its workers from
+the run's one fork server (the command line starts it early, see `sandbox.servers`):
+a judge costs no torch import of its own. A judge
 sends back each finished result (its results.json dict, one JSON message) over its own one-way
 `multiprocessing.connection` pipe (framed messages, closed on exec: no fork
 server or worker ever holds one), so the parent keeps exactly what its judges
@@ -19,16 +20,15 @@ import fcntl
 import json
 import collections
 import os
-import shutil
 import signal
 import sys
 import threading
-from multiprocessing import connection, forkserver, process
+from multiprocessing import connection
 
 from grader import stopping
 
 PR_SET_PDEATHSIG = 1
-MIN_SUBMISSIONS_PER_JUDGE = 8  # below this a second judge's start-up (its own fork server) does not pay
+MIN_SUBMISSIONS_PER_JUDGE = 8  # below this a second judge does not pay (measured with a fork server per judge)
 
 
 def judge_count(jobs, submissions, cores=None):
@@ -149,7 +149,9 @@ class ItemQueue:
 
 def _judge(items, grade, threads, channel):
     _die_with_parent()
-    _forget_fork_server()
+    sandbox = sys.modules.get("grader.sandbox.pool")  # loaded when this run grades with the kit's engine
+    if sandbox is not None:
+        sandbox.current()  # the judge's own pool, made here before any thread starts (see sandbox.pool)
     sending = threading.Lock()  # one channel, several threads
 
     def send(name, data):
@@ -160,10 +162,8 @@ def _judge(items, grade, threads, channel):
         _grade_taken(items, grade, threads, send)
         channel.close()
     finally:
-        sandbox = sys.modules.get("grader.sandbox.worker")  # loaded when this judge graded with the kit's
         if sandbox is not None:
             sandbox.shutdown()  # os._exit skips the exit handlers that would finish its closes
-        _remove_own_temp_dir()
 
 
 def _grade_taken(items, grade, threads, deliver, stop=None):
@@ -185,14 +185,6 @@ def _grade_taken(items, grade, threads, deliver, stop=None):
         worker.start()
     for worker in workers:
         worker.join()
-
-
-def _remove_own_temp_dir():
-    """A judge ends with os._exit, so multiprocessing's exit handlers never remove the folder its fork
-    server's socket lives in (/tmp/pymp-*): remove it here (the fork server has nothing left to serve)."""
-    folder = process.current_process()._config.get("tempdir")
-    if folder:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _collect(channels, stop):
@@ -224,14 +216,3 @@ def _die_with_parent():
         pass
     if os.getppid() == 1:
         os._exit(1)
-
-
-def _forget_fork_server():
-    """Each judge starts its own fork server: workers of two judges must never share one, because a
-    judge sweeps its fork server's children that are not its own live workers as leftovers."""
-    server = forkserver._forkserver
-    if server._forkserver_alive_fd is not None:
-        os.close(server._forkserver_alive_fd)
-    server._forkserver_address = server._forkserver_alive_fd = server._forkserver_pid = None
-    server._inherited_fds = None
-    process.current_process()._config.pop("tempdir", None)  # a folder of its own, never the parent's

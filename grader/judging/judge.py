@@ -17,7 +17,7 @@ from grader.chapter import STEPS
 from grader.check.student import Student, StudentUnavailable
 from grader.check.runner import run_test
 from grader.sandbox.limits import DEFAULTS, Limit, Limits
-from grader.sandbox.worker import WorkerTransport
+from grader.sandbox.transport import WorkerTransport
 
 # The judge's tensors are tiny and it grades several submissions in threads while
 # workers run beside it: torch's intra-op thread pool only adds contention (measured:

@@ -556,9 +556,9 @@ def mode(request, clean, tmp_path_factory):
     kit = workspace / "kit"
     make_kit_copy(kit, clean)
     if name.endswith("-basic"):
-        worker = kit / "grader" / "sandbox" / "worker.py"
-        assert NAMESPACE_MODES in worker.read_text(), "the worker no longer probes namespace modes as this test expects"
-        worker.write_text(worker.read_text().replace(NAMESPACE_MODES, "for candidate in ():"))
+        prober = kit / "grader" / "sandbox" / "host.py"
+        assert NAMESPACE_MODES in prober.read_text(), "the host no longer probes namespace modes as this test expects"
+        prober.write_text(prober.read_text().replace(NAMESPACE_MODES, "for candidate in ():"))
     shared = workspace / "shared"
     shared.mkdir()
     shared.chmod(0o777)

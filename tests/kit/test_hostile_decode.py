@@ -134,7 +134,7 @@ def test_an_unreadable_answer_within_the_deadline_is_the_students_error():
 def test_a_workers_text_is_capped_in_count_length_and_total():
     """Load problems come from the student's process and are shown at once: a forged report is cut to a
     few short lines, whatever it holds."""
-    from grader.sandbox.worker import MAX_PROBLEMS, MAX_PROBLEMS_CHARS, capped_texts
+    from grader.sandbox.transport import MAX_PROBLEMS, MAX_PROBLEMS_CHARS, capped_texts
 
     kept = capped_texts([f"problem {index}: " + "x" * 5000 for index in range(1000)])
     assert len(kept) <= MAX_PROBLEMS and all(len(text) <= 700 for text in kept)

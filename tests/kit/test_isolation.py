@@ -21,7 +21,7 @@ from grader.sandbox import processes
 from grader.judging.judge import Options, grade_submission
 from grader.check.student import Student
 from grader.paths import ROOT
-from grader.sandbox.worker import WorkerTransport
+from grader.sandbox.transport import WorkerTransport
 
 ISOLATION = [pytest.param(False, id="same-uid")] + (
     [pytest.param(True, id="own-uid")] if processes.running_as_root() else [])

@@ -100,7 +100,7 @@ def test_lower_layers_never_import_higher_ones():
 
 
 def test_the_layer_rule_catches_an_upward_import():
-    assert layer_of("grader.check.wire") < layer_of("grader.sandbox.worker") < layer_of("grader.cli")
+    assert layer_of("grader.check.wire") < layer_of("grader.sandbox.transport") < layer_of("grader.cli")
     assert layer_of("grader.markers") < layer_of("grader.faults.mutation") < layer_of("grader.build.exercises")
 
 

@@ -22,11 +22,11 @@ import pytest
 
 from grader.check.student import Student, StudentUnavailable
 from grader.paths import ROOT
-from grader.sandbox import processes, seccomp, worker
+from grader.sandbox import entry, pool, processes, seal, seccomp
 from grader.sandbox.limits import Limit
-from grader.sandbox.worker import WorkerTransport
+from grader.sandbox.transport import WorkerTransport
 
-PROTECTIONS = worker.protections()
+PROTECTIONS = pool.current().protections()
 SEALED = PROTECTIONS.mode in ("root", "userns")
 needs_namespaces = pytest.mark.skipif(not SEALED, reason=f"no namespaces here: {PROTECTIONS.summary()}")
 
@@ -234,7 +234,7 @@ def test_student_code_sees_the_interpreter_and_nothing_else(start, tmp_path):
     seen = student.call("readable", secrets)
     # Folders on the way to the interpreter exist (listing only the next folder down), nothing else.
     assert not [path for path in seen if path not in ("/root", "/work", str(ROOT)) and not
-                any(view.startswith(path + "/") for view in worker.seal.view_paths())], seen
+                any(view.startswith(path + "/") for view in seal.view_paths())], seen
     assert student.call("import_stdlib") is True
 
 
@@ -298,7 +298,7 @@ def test_a_fork_bomb_is_capped_and_dies_with_its_submission(start):
     name = f"bomb{uuid.uuid4().hex[:10]}"
     student, transport = start()
     made = student.call("fork_many", name, 300)
-    assert made < worker.PROCESS_LIMIT + 2, f"{made} processes: no process limit"
+    assert made < entry.PROCESS_LIMIT + 2, f"{made} processes: no process limit"
     transport.close()
     time.sleep(0.5)
     assert not _named(name)
@@ -349,7 +349,7 @@ def _blocking_namespaces():
 
 
 def _grade(folder, out, *flags, bpf=None):
-    libc = worker.seal._libc  # with prctl's argument types declared
+    libc = seal._libc  # with prctl's argument types declared
     return subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "--jobs", "2",
                            *flags], cwd=ROOT, capture_output=True, text=True, timeout=600,
                           preexec_fn=(lambda: seccomp.load(bpf, libc)) if bpf else None)

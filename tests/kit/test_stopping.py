@@ -21,7 +21,7 @@ from grader.faults.samples import synthetic_class
 from grader.judging import results_json as results_io
 from grader.judging.judge import Options, grade_submission
 from grader.paths import ROOT
-from grader.sandbox import worker
+from grader.sandbox import pool
 
 COUNT = 16  # two judge processes at --jobs 4: the forked judges are stopped too
 SEED = 20261126
@@ -117,10 +117,10 @@ def test_a_run_stopped_at_random_moments_resumes_to_the_uninterrupted_grades(cla
 def test_a_worker_lost_before_the_file_reached_it_is_no_verdict(tmp_path, suite, clean, monkeypatch):
     """Before: a worker that ended before receiving the file (the machine, another run) was recorded as
     'your code's process exited/crashed while receiving your file'. Now the file gets another worker."""
-    acquire, lost = worker._acquire, []
+    acquire, lost = pool.WorkerPool.acquire, []
 
-    def acquire_then_lose(config):
-        sealed, waited = acquire(config)
+    def acquire_then_lose(self, config):
+        sealed, waited = acquire(self, config)
         if len(lost) < 2:  # the first two workers end before the file reaches them
             sealed.wait_sealed()
             os.kill(sealed.process.pid, signal.SIGTERM)
@@ -128,7 +128,7 @@ def test_a_worker_lost_before_the_file_reached_it_is_no_verdict(tmp_path, suite,
             lost.append(sealed.process.pid)
         return sealed, waited
 
-    monkeypatch.setattr(worker, "_acquire", acquire_then_lose)
+    monkeypatch.setattr(pool.WorkerPool, "acquire", acquire_then_lose)
     path = tmp_path / "correct.py"
     path.write_text(clean)
     result = grade_submission(path, "correct", suite, Options.of(step_seconds=10))

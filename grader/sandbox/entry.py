@@ -1,0 +1,113 @@
+"""The worker's own side: what runs in the child the fork server forked, from its seal to its end.
+
+The worker seals itself first (`seal`: its own PID, mount, IPC, UTS, network and cgroup
+namespaces, a read-only view of the interpreter only, a private /tmp, a private uid as root,
+cgroup limits where the kernel offers them, no capabilities, no_new_privs, seccomp, no
+descriptor but its connection, an emptied environment), says so, then receives the
+submission's source over its connection (it never reads the submission's folder), loads
+the definitions and answers requests until told to stop or killed. Nothing here judges:
+the judge only reads plain data back. CUDA is first touched here, never in the fork
+server, so GPU grading works with forked workers.
+"""
+
+import os
+import signal
+import sys
+import traceback
+from multiprocessing.connection import Connection
+
+import torch
+
+from grader.check import wire
+from grader.check.loader import Chunk, SubmissionError, load_definitions
+from grader.check.session import Session
+from grader.sandbox import processes, seal
+
+PROCESS_LIMIT = 64  # processes and threads of one submission (cgroup pids, RLIMIT_NPROC)
+
+
+def run(connection_fd, spec):
+    """The forked worker's life on `connection_fd`: its exit code (as a process's main would end)."""
+    code = 0
+    try:
+        worker_main(Connection(connection_fd), spec)
+    except SystemExit as stop:  # student code called sys.exit: the judge reports the code it exited with
+        if stop.code is None:
+            code = 0
+        elif isinstance(stop.code, int):
+            code = stop.code
+        else:
+            sys.stderr.write(f"{stop.code}\n")
+            code = 1
+    except BaseException:  # noqa: BLE001 - the process ends here whatever happened
+        code = 1
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):
+                pass
+    return code
+
+
+def worker_main(conn, spec):
+    """Seal, say so, load, answer."""
+    send, receive, dumps, loads = conn.send_bytes, conn.recv_bytes, wire.dumps, wire.loads
+    try:
+        report = seal.seal(_policy(conn.fileno(), spec))
+    except BaseException as error:  # noqa: BLE001 - the judge decides what a failed seal means
+        try:
+            send(dumps({"sealed": False, "error": f"{type(error).__name__}: {error}"[:500]}))
+        except OSError:
+            pass
+        return
+    torch.set_num_threads(1)
+    # The worker inherits every orphan of its namespace (or, without one, of its tree: it is a subreaper):
+    # reaped at once, they never count against the submission's process limit as zombies.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    send(dumps({"sealed": True, "report": report}))
+    try:
+        request = loads(receive())
+    except (EOFError, OSError, ValueError):
+        return
+    if request.get("op") != "load":
+        return
+    # Said before any student code runs: a worker that dies before the judge reads this was lost by the
+    # grader (a stopped run, the machine), never by the student, and its submission gets another worker.
+    send(dumps({"received": True}))
+    chunks = [Chunk(**{key: bytes(value).decode("utf-8") if isinstance(value, memoryview) else value
+                       for key, value in fields.items()}) for fields in request["chunks"]]
+    try:
+        if spec["device"].startswith("cuda"):
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        loaded = load_definitions(request["name"], chunks=chunks)
+    except SubmissionError as error:
+        send(dumps({"ok": False, "fatal": str(error)}))
+        return
+    session = Session(loaded.module, spec["device"])
+    send(dumps({"ok": True, "problems": loaded.problems}))
+    while True:
+        try:
+            request = loads(receive())
+        except (EOFError, OSError):
+            return
+        if request.get("op") == "stop":
+            return
+        send(dumps(session.handle(request)))
+
+
+def _policy(keep_fd, spec):
+    address_space = None
+    if not spec["device"].startswith("cuda"):
+        # The cap counts memory beyond what the warm process already maps (torch's libraries).
+        # CUDA reserves huge address ranges, so on GPUs the judge watches resident memory instead.
+        address_space = processes.memory_bytes("self", "VmSize") + spec["memory_limit"]
+    env = seal.Policy(keep_fd).env
+    if spec["device"].startswith("cuda"):  # which GPUs "cuda:N" counts among, read when CUDA starts
+        env.update({key: os.environ[key] for key in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER") if key in os.environ})
+    return seal.Policy(keep_fd=keep_fd, mode=spec["mode"], view=spec["view"], devices=spec["devices"], env=env,
+                       uid=spec["uid"], cgroup=spec["cgroup"], bpf=spec["bpf"], address_space=address_space,
+                       cpu_seconds=spec["cpu_seconds"], processes=PROCESS_LIMIT, why=spec["why"],
+                       timings=spec["timings"])

@@ -1,0 +1,161 @@
+"""The sandbox's state has one owner per process, and workers come from the kit's own fork server.
+
+Before: grader/sandbox/worker.py kept the workers, spares, reaper, uids and locks in module-level
+names repaired after a fork by at-fork hooks, the CLI wrote `WorkerTransport.REQUIRE_SANDBOX`, and
+each judge started multiprocessing's fork server of its own (a torch import per judge, a socket in
+a /tmp/pymp-* folder, private internals of multiprocessing patched and cleared). Now a
+`pool.WorkerPool` per process holds all of it (a forked judge makes its own from its parent's
+settings), and one fork server of the kit's own, started with a short environment in a session
+of its own, forks the workers of the run and of every judge over a socketpair.
+"""
+
+import os
+import signal
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from grader.cohort import judges
+from grader.paths import ROOT
+from grader.sandbox import pool, servers
+from grader.sandbox.transport import WorkerTransport
+
+SOURCE = ROOT / "solutions" / "attention.py"
+
+
+def _in_child(work):
+    """Run `work()` (returning a short str) in a forked child; what it returned."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_end)
+            os.write(write_end, str(work()).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    chunks = []
+    while chunk := os.read(read_end, 4096):
+        chunks.append(chunk)
+    os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    return b"".join(chunks).decode()
+
+
+def _parent_of(pid):
+    with open(f"/proc/{pid}/status") as status:
+        return int(next(line for line in status if line.startswith("PPid:")).split()[1])
+
+
+def test_a_forked_process_makes_its_own_pool_with_its_parents_settings():
+    """Before: the settings were module and class attributes, the state repaired by at-fork hooks.
+    Now the child's first `current()` is a new pool: the parent's settings, none of its spares."""
+    parent = pool.current()
+    kept = parent.require_sandbox
+    parent.require_sandbox = True
+    try:
+        seen = _in_child(lambda: (pool.current() is not parent, pool.current().pid == os.getpid(),
+                                  pool.current().require_sandbox, pool.current()._spares == {}))
+    finally:
+        parent.require_sandbox = kept
+    assert seen == "(True, True, True, True)"
+    assert pool.current() is parent
+
+
+def test_every_judge_forks_its_workers_from_the_one_fork_server_of_the_run():
+    """Before: each forked judge started a fork server of its own (a torch import per judge). Now the
+    judges' workers are all children of the run's one fork server."""
+    server = pool.current().server()
+
+    def grade(item):
+        transport = WorkerTransport(item[1])
+        try:
+            assert transport.fatal is None, transport.fatal
+            parent = _parent_of(transport.process.pid)
+        finally:
+            transport.close()
+        return SimpleNamespace(to_dict=lambda: {"server": parent, "judge": os.getpid()})
+
+    items = [(f"s{index}", SOURCE) for index in range(4)]
+    found = dict(judges.graded_in_judges(items, grade, judges=2, threads=1))
+    assert len(found) == 4
+    assert len({result["judge"] for result in found.values()}) == 2, found  # both judges graded
+    assert {result["server"] for result in found.values()} == {server.pid}, found
+
+
+@pytest.mark.slow(reason="starts a fork server of its own (a torch import)")
+def test_the_fork_server_holds_no_token_and_no_terminal():
+    """Its environment is the short one (every worker is a fork of it), and it leads a session of its
+    own: a Ctrl-C or hang-up sent to the terminal's group never reaches it or its workers."""
+    os.environ["SANDBOX_OWNER_TOKEN"] = "secret-sandbox-owner-token"
+    try:
+        server = servers.ForkServer()
+    finally:
+        del os.environ["SANDBOX_OWNER_TOKEN"]
+    try:
+        with open(f"/proc/{server.pid}/environ", "rb") as environ:
+            names = {entry.split(b"=", 1)[0].decode() for entry in environ.read().split(b"\0") if entry}
+        assert "SANDBOX_OWNER_TOKEN" not in names
+        assert names <= set(servers.SERVER_ENVIRONMENT) | {"PATH", "PYTHONPATH"} | {
+            name for name in names if name.startswith(servers.SERVER_PREFIXES)}, names
+        assert os.getsid(server.pid) == server.pid != os.getsid(0)
+    finally:
+        server.requests.close()  # its last request socket: the server ends
+        server.process.wait(timeout=120)
+
+
+def test_a_judge_that_ends_takes_its_workers_with_it():
+    """A judge killed midway (its descriptors closed by the kernel) leaves no worker running: the fork
+    server kills each worker whose judge closed its status channel."""
+    pool.current().server()
+
+    def start_and_die():
+        transport = WorkerTransport(SOURCE)
+        assert transport.fatal is None, transport.fatal
+        return transport.process.pid  # os._exit follows: nothing is closed by the judge itself
+
+    worker = int(_in_child(start_and_die))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _alive(worker):
+        time.sleep(0.1)
+    assert not _alive(worker)
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return "State:\tZ" not in status.read()
+    except OSError:
+        return False
+
+
+def test_the_fork_server_listens_on_no_path():
+    """Before: each fork server listened on a socket in a /tmp/pymp-* folder, which a judge's end or
+    another run of the same user could remove. Now its sockets are socketpairs: no path, no folder."""
+    server = pool.current().server()
+    inodes = {os.readlink(f"/proc/{server.pid}/fd/{fd}")[len("socket:["):-1]
+              for fd in os.listdir(f"/proc/{server.pid}/fd")
+              if os.readlink(f"/proc/{server.pid}/fd/{fd}").startswith("socket:[")}
+    assert inodes, "the fork server holds no socket: this test checks nothing"
+    with open("/proc/net/unix") as table:
+        bound = [line.split() for line in table.readlines()[1:]]
+    assert not [fields[7] for fields in bound if fields[6] in inodes and len(fields) > 7]
+
+
+@pytest.mark.slow(reason="kills the run's fork server: the next worker waits for a new one (a torch import)")
+def test_a_fork_server_that_ended_is_replaced():
+    """As with multiprocessing's: a fork server killed midway (out of memory, by hand) costs no submission;
+    the next worker is forked from a new one."""
+    gone = pool.current().server()
+    os.kill(gone.pid, signal.SIGKILL)
+    gone.process.wait(timeout=30)
+    transport = WorkerTransport(SOURCE)
+    try:
+        assert transport.fatal is None, transport.fatal
+        assert _parent_of(transport.process.pid) == pool.current().server().pid != gone.pid
+    finally:
+        transport.close()
