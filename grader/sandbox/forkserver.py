@@ -10,9 +10,10 @@ basic mode), reaps it, and kills such leftovers when a judge asks (`SWEEP`). It 
 judge is left (its socket reads as closed); its workers end with it (see seal._die_with).
 """
 
+import contextlib
 import gc
+import json
 import os
-import pickle
 import select
 import signal
 import socket
@@ -30,7 +31,7 @@ from grader.sandbox import cgroups, limits  # noqa: F401 - see below
 from grader.sandbox import entry, processes, servers, warmup
 
 # A worker cannot import what its sealed view hides (the grader's own code): every module it may run is
-# imported here, before any fork (cgroups also unpickles each request's Cgroup).
+# imported here, before any fork (cgroups also rebuilds each request's Cgroup).
 
 MAX_FDS = 2
 
@@ -76,7 +77,9 @@ class Server:
         if not message and not fds:
             return False
         try:
-            kind, spec = pickle.loads(message)
+            request = json.loads(message)
+            kind = request["kind"]
+            spec = servers.decode_spec(request["spec"]) if kind == servers.FORK else None
         except Exception:  # noqa: BLE001 - a broken request: nothing to answer it on
             kind, spec = None, None
         if kind == servers.FORK and len(fds) == 2:
@@ -143,7 +146,8 @@ class Server:
                 return
             channel = self.workers.pop(pid, None)
             if channel is not None:
-                self.poller.unregister(channel.fileno())
+                with contextlib.suppress(KeyError):  # already, if its judge closed the channel first
+                    self.poller.unregister(channel.fileno())
                 try:
                     channel.sendall(servers.NUMBER.pack(os.waitstatus_to_exitcode(status)))
                 except OSError:
@@ -155,7 +159,7 @@ class Server:
         for pid, channel in list(self.workers.items()):
             if channel.fileno() == fd:
                 try:
-                    if channel.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT):
+                    if channel.recvmsg(1, 0, socket.MSG_PEEK | socket.MSG_DONTWAIT)[0]:
                         return  # a judge never writes here: not an end
                 except BlockingIOError:
                     return  # nothing to read: not an end

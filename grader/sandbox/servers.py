@@ -18,8 +18,9 @@ minus the errno of a failed fork), then its exit status once it has reaped it. T
 closing its status end (done with the worker, or ended) makes the server kill the worker.
 """
 
+import base64
+import json
 import os
-import pickle
 import select
 import socket
 import struct
@@ -82,7 +83,7 @@ class ForkServer:
         ServedProcess. The first request waits for the server's warm-up (not the student's time)."""
         status, theirs = socket.socketpair()
         try:
-            self._send((FORK, spec), [connection_fd, theirs.fileno()])
+            self._send(FORK, encode_spec(spec), [connection_fd, theirs.fileno()])
         except BaseException:
             status.close()
             raise
@@ -102,18 +103,18 @@ class ForkServer:
         meanwhile, so a worker being started is never taken for a leftover; returns once done."""
         done, theirs = socket.socketpair()
         try:
-            self._send((SWEEP, None), [theirs.fileno()])
+            self._send(SWEEP, None, [theirs.fileno()])
             theirs.close()
-            done.recv(1)
+            os.read(done.fileno(), 1)
         except OSError:
             pass  # the server is gone, and its children with it
         finally:
             theirs.close()
             done.close()
 
-    def _send(self, request, fds):
+    def _send(self, kind, spec, fds):
         try:
-            socket.send_fds(self.requests, [pickle.dumps(request)], fds)
+            socket.send_fds(self.requests, [json.dumps({"kind": kind, "spec": spec}).encode()], fds)
         except OSError as error:
             raise ServerGone(f"the fork server is gone ({error})") from None
 
@@ -152,13 +153,33 @@ def _read_number(channel):
     data = b""
     try:
         while len(data) < NUMBER.size:
-            chunk = channel.recv(NUMBER.size - len(data))
+            chunk = os.read(channel.fileno(), NUMBER.size - len(data))
             if not chunk:
                 return None
             data += chunk
     except OSError:
         return None
     return NUMBER.unpack(data)[0]
+
+
+def encode_spec(spec):
+    """A worker's spec as JSON (plain data only: nothing is unpickled, on either side)."""
+    cgroup = spec["cgroup"]
+    return {**spec, "bpf": base64.b64encode(spec["bpf"]).decode(),
+            "cgroup": None if cgroup is None else {"dirs": {key: str(folder) for key, folder in cgroup.dirs.items()},
+                                                   "limits": dict(cgroup.limits)}}
+
+
+def decode_spec(data):
+    """The spec `encode_spec` wrote, as the worker reads it (in the fork server)."""
+    from grader.sandbox.cgroups import Cgroup
+    from pathlib import Path
+
+    cgroup = data["cgroup"]
+    return {**data, "bpf": base64.b64decode(data["bpf"]), "view": tuple(data["view"]),
+            "devices": tuple(data["devices"]),
+            "cgroup": None if cgroup is None else Cgroup({key: Path(folder) for key, folder in cgroup["dirs"].items()},
+                                                         cgroup["limits"])}
 
 
 _SERVER = []  # the fork server this process and the judges forked from it use: [ForkServer] once started
