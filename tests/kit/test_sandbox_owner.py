@@ -118,11 +118,14 @@ def test_a_judge_that_ends_takes_its_workers_with_it():
         assert transport.fatal is None, transport.fatal
         return transport.process.pid  # os._exit follows: nothing is closed by the judge itself
 
+    server = pool.current().server()
     worker = int(_in_child(start_and_die))
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and _alive(worker):
         time.sleep(0.1)
     assert not _alive(worker)
+    time.sleep(0.5)  # the server reaps the worker it killed: it must go on serving (before: a KeyError ended it)
+    assert _alive(server.pid) and server.process.poll() is None
 
 
 def _alive(pid):
