@@ -38,6 +38,7 @@ from grader.sandbox.limits import DEFAULTS, Limits, parse_size
 from grader.sandbox.seal import SandboxError
 from grader.text import terminal
 
+log = logging.getLogger(__name__)  # diagnostics; what a command is asked for is printed
 DEFAULT_JOBS = 2 * (os.cpu_count() or 1)
 
 
@@ -78,7 +79,7 @@ def grade_command(args):
         if args.results:
             writable_folder(Path(args.results).parent, "--results")
         for problem in collected.problems:
-            print(f"note: {terminal(problem)}", file=sys.stderr)
+            log.info(terminal(problem))
         if not collected.submissions and not collected.rejected:
             raise UsageError(f"no .py or .ipynb submissions found in {args.path}")
         out = Path(args.out)
@@ -233,7 +234,7 @@ def write_class_files(out, graded, maxima, record, sources=None):
     record["notes"] = notes
     class_record.write_record(out, record)
     for note in notes:
-        print(f"note: {terminal(note)}", file=sys.stderr)
+        log.info(terminal(note))
     # OUT/feedback/<name>.html, from OUT/results (so merges get them too)
     feedback.write_pages(out)
     from grader.feedback import integrity  # instructor-only (copydetect): never shipped with the Gradescope engine
@@ -340,7 +341,7 @@ def scheduler_shard():
         raise UsageError(str(error)) from None
     if found:
         (index, count), where = found
-        print(f"note: grading slice {index}/{count} of the class ({where})", file=sys.stderr)
+        log.info(f"grading slice {index}/{count} of the class ({where})")
         return index, count
     return None
 
@@ -372,7 +373,7 @@ def regraded_files(submissions, record):
     for name, path in submissions:
         other = regrades.get(name)
         if other and Path(other).is_file():
-            print(f"note: {terminal(name)}: graded from {terminal(other)} (a regrade, see class.json)", file=sys.stderr)
+            log.info(f"{terminal(name)}: graded from {terminal(other)} (a regrade, see class.json)")
             path = Path(other)
         kept.append((name, path))
     return kept

@@ -12,10 +12,10 @@ import errno
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import pwd
 import stat
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,6 +28,8 @@ from grader.outfiles import OutputError, write_atomic
 from grader.cohort.judges import graded_in_judges, judge_count
 from grader.cohort.progress import Progress
 from grader.paths import ROOT
+
+log = logging.getLogger(__name__)
 
 FINGERPRINTED = ("grader/**/*.py", "tests/public/*.py", "tests/hidden/*.py")
 LOCK_NAME = ".grading.lock"  # in OUT: locked (flock) by the run writing there
@@ -150,9 +152,9 @@ def internal_error_result(name, path, tests, error):
     no fingerprint, so the next `make grade` into the same OUT grades the file again."""
     why = (f"the grader failed on this file ({type(error).__name__}), which is not a verdict on your code; "
            "your instructor has been told and will grade it again")
-    print(f"error: grading {terminal(name)} failed inside the grader: {type(error).__name__}: "
-          f"{terminal(str(error))[:300]}; it scored 0 for now, and the next `make grade` into this OUT grades it again",
-          file=sys.stderr, flush=True)
+    log.error(f"grading {terminal(name)} failed inside the grader: {type(error).__name__}: "
+              f"{terminal(str(error))[:300]}; it scored 0 for now, and the next `make grade` into this OUT grades it "
+              "again")
     return zero_result(name, path, tests, why)
 
 

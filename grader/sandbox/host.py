@@ -21,6 +21,8 @@ from grader.sandbox import cgroups, processes, seal, seccomp
 BASIC_OPEN = ("open without namespaces: files of this machine that other users may read (outside the kit's "
               "checkout), other processes' command lines, the machine's figures, its pseudo-terminals; as an "
               "ordinary user also the grading user's own files and processes")
+# What the basic mode's Landlock view leaves (the worker opens only the view's files, and signals are refused).
+BASIC_VIEW_OPEN = "open without namespaces: as an ordinary user, the grading user's pipe allowance"
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,13 @@ class Protections:
         if self.complete:
             return f"sandbox: {self.mode} mode, all protections on; {limits}"
         return (f"sandbox: DEGRADED ({self.mode} mode): off: {', '.join(self.missing())}"
-                f" ({'; '.join(self.off)}); {limits}" + (f"; {BASIC_OPEN}" if self.mode == "basic" else ""))
+                f" ({'; '.join(self.off)}); {limits}" + self._basic_open())
+
+    def _basic_open(self):
+        """What the basic mode leaves in reach: less with its Landlock view (kernel 5.13+) than without."""
+        if self.mode != "basic":
+            return ""
+        return f"; {BASIC_VIEW_OPEN if 'landlock view' in self.on else BASIC_OPEN}"
 
 
 def probe(uids, prepare_isolation):

@@ -41,8 +41,9 @@ def warm_up():
                     {"op": "call", "name": "softmax", "args": x, "kwargs": wire.encode({"dim": -1}), "seed": None},
                     {"op": "call", "name": "missing", "args": x, "kwargs": wire.encode({})}):
         wire.loads(wire.dumps(session.handle(wire.loads(wire.dumps(request)))))
-    try:  # the filter's bytes, built once here for every worker of this server
+    try:  # the filters' bytes, built once here for every worker of this server
         seccomp.program()
+        seccomp.pipe_notifier()
     except seccomp.SeccompUnavailable:
         pass
     gc.collect()
