@@ -140,7 +140,7 @@ def test_two_judge_processes_grade_like_one(classroom, suite, maxima, tmp_path):
 
 
 def test_a_grader_error_on_one_file_costs_a_zero_that_the_next_run_grades_again(classroom, suite, maxima, tmp_path,
-                                                                                capsys):
+                                                                                caplog):
     def breaks_on_one(path, name, tests, options):
         if name == "student_003":
             raise RuntimeError("a grader bug")
@@ -149,7 +149,7 @@ def test_a_grader_error_on_one_file_costs_a_zero_that_the_next_run_grades_again(
     expected, _ = judged(classroom, tmp_path / "one", suite, maxima, grade_submission, judges=1, jobs=2)
     broken, progress = judged(classroom, tmp_path / "two", suite, maxima, breaks_on_one, judges=1, jobs=2)
     assert progress.count("graded student_") == 8
-    assert "grading student_003 failed inside the grader: RuntimeError" in capsys.readouterr().err
+    assert "grading student_003 failed inside the grader: RuntimeError" in caplog.text  # on stderr from the CLI
     rows = {line.split(",")[0]: line for line in broken.splitlines()}
     assert rows["student_003"].endswith(",0")
     again, _ = judged(classroom, tmp_path / "two", suite, maxima, grade_submission, judges=1, jobs=2)
