@@ -170,7 +170,7 @@ def _with_watchdog(seconds, function):
 
 
 def time_limit_message(seconds: float, where: str = "") -> str:
-    """The judge's words for a step that ran past its budget (grader.sandbox.worker)."""
+    """The judge's words for a step that ran past its budget (grader.sandbox.transport)."""
     return (f"time limit: this step ran past its {seconds:g} s budget{' in ' + where if where else ''} "
             "(an infinite loop, or work that grows too fast?)")
 
