@@ -201,6 +201,8 @@ def attention_dropout(attn_weights, p, training=True):
     ### BEGIN SOLUTION
     if not training or p == 0:
         return attn_weights
+    if p == 1:  # every weight dropped, as nn.Dropout(1) does (the rescaling below would give 0 / 0)
+        return torch.zeros_like(attn_weights)
     keep = torch.rand_like(attn_weights) >= p
     return attn_weights * keep / (1 - p)
     ### END SOLUTION
