@@ -102,7 +102,7 @@ if _problem:
     raise BrokenPackages(_problem)
 _said_again(_held, _caught)
 
-from grader.chapter import BY_KEY, STEP_KEYS  # noqa: E402 - after the clear message on a missing package
+from grader.chapter import BY_KEY, STEP_KEYS, step_of_name  # noqa: E402 - after the clear message on a missing package
 from grader.check.causes import CAUSES  # noqa: E402
 from grader.check.loader import load_definitions, read_chunks  # noqa: E402
 from grader.check.runner import run_test  # noqa: E402
@@ -430,7 +430,7 @@ def ready(release):
     """The setup cell's greeting: where the checker is and how to use it."""
     watch_cells()
     print(f"Checker ready (from {release}; PyTorch {torch.__version__}, checks run on the CPU).\n"
-          'After each step, run its check cell: check("projection"), ... check() checks every step.')
+          f'After each step, run its check cell: check("{STEP_KEYS[0]}"), ... check() checks every step.')
 
 
 def check(step=None, device="cpu", namespace=None):
@@ -474,24 +474,27 @@ def show_html(markup):
 # --- the picture: the student's attention weights beside the causal pattern --------------------------------------
 TOKENS = 6  # a small picture: 6 query tokens by 6 keys
 D_IN, D_OUT, CONTEXT = 4, 3, 8  # all different, and a context longer than the sequence (the mask is sliced)
-MODULES = {  # step -> (class, constructor arguments, what its picture shows)
-    "causal_attention": ("CausalAttention", (D_IN, D_OUT, CONTEXT, 0.0), {}),
-    "mha_wrapper": ("MultiHeadAttentionWrapper", (D_IN, D_OUT, CONTEXT, 0.0), {"num_heads": 2}),
-    "multihead_attention": ("MultiHeadAttention", (D_IN, 2 * D_OUT, CONTEXT, 0.0), {"num_heads": 2}),
+MASKING_FUNCTION = "causal_attention_weights"  # drawn on random scores
+MODULES = {  # class -> (constructor arguments, keyword arguments): drawn from the weights reaching its dropout
+    "CausalAttention": ((D_IN, D_OUT, CONTEXT, 0.0), {}),
+    "MultiHeadAttentionWrapper": ((D_IN, D_OUT, CONTEXT, 0.0), {"num_heads": 2}),
+    "MultiHeadAttention": ((D_IN, 2 * D_OUT, CONTEXT, 0.0), {"num_heads": 2}),
 }
-PICTURED = ("masking", *MODULES)
+# step key -> the function or class its picture draws; the steps come from grader.chapter, which alone names them
+PICTURED = {step_of_name(name).key: name for name in (MASKING_FUNCTION, *MODULES)}
 
 
 def student_weights(key, namespace):
     """(an (n, n) matrix of the student's attention weights, what it is) for an attention step,
     or (None, why not). Modules are run in eval mode; the weights are what reaches their first
     nn.Dropout, where the chapter applies dropout to the attention weights."""
-    if key == "masking":
+    if PICTURED[key] == MASKING_FUNCTION:
         with seeded(3):
             scores = torch.randn(TOKENS, TOKENS) * 2
-        weights = namespace["causal_attention_weights"](scores, D_IN)
-        return weights, f"causal_attention_weights on random {TOKENS}x{TOKENS} scores"
-    name, args, kwargs = MODULES[key]
+        weights = namespace[MASKING_FUNCTION](scores, D_IN)
+        return weights, f"{MASKING_FUNCTION} on random {TOKENS}x{TOKENS} scores"
+    name = PICTURED[key]
+    args, kwargs = MODULES[name]
     with seeded(0):
         module = namespace[name](*args, **kwargs)
         x = torch.randn(2, TOKENS, D_IN)
@@ -510,7 +513,7 @@ def student_weights(key, namespace):
     if square is None:
         return None, (f"{name} passed no {TOKENS}x{TOKENS} attention weights through an nn.Dropout, so they "
                       "cannot be drawn (the chapter applies self.dropout to the attention weights)")
-    what = "head 0 of " if key != "causal_attention" else ""
+    what = "head 0 of " if kwargs.get("num_heads") else ""
     return square, f"{what}{name} on {TOKENS} tokens (sequence 0), the weights passed to its dropout"
 
 
