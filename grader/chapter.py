@@ -14,7 +14,7 @@ class Step:
     key: str  # the step's id: test names start with it, `check.py <key>` selects it
     number: int
     title: str
-    names: tuple  # the student-facing functions and classes this step defines, in the file's order
+    names: tuple[str, ...]  # the student-facing functions and classes this step defines, in the file's order
     points: float  # the step's share of the assignment's total
     colour: str  # the step's colour in the cohort report's charts
 
@@ -37,7 +37,7 @@ BY_KEY = {step.key: step for step in STEPS}
 TOTAL_POINTS = sum(step.points for step in STEPS)
 
 
-def step_of_test_name(name):
+def step_of_test_name(name: str) -> str:
     """Test names start with their step key and a colon: "masking: rows sum to one"."""
     key, sep, _ = name.partition(":")
     if not sep or key not in BY_KEY:
@@ -45,11 +45,11 @@ def step_of_test_name(name):
     return key
 
 
-def step_of_name(name):
+def step_of_name(name: str) -> Step | None:
     """The step that defines the student-facing function or class `name`, or None."""
     return next((step for step in STEPS if name in step.names), None)
 
 
-def points_of(key, weight, step_weight):
+def points_of(key: str, weight: float, step_weight: float) -> float:
     """A test's points: its weight's share of its step's points."""
     return BY_KEY[key].points * weight / step_weight if step_weight else 0.0

@@ -19,13 +19,16 @@ Nothing else in the grader escapes by hand.
 import html as _html
 import re
 import unicodedata
+from collections.abc import Iterable
+from typing import TypeVar
 
 MAX_NAME = 200  # characters: longer than any real name, short enough to keep tables readable
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 NUMBER = re.compile(r"-?\d+(\.\d+)?")
+T = TypeVar("T")
 
 
-def clean(text, limit=MAX_NAME):
+def clean(text: object, limit: int = MAX_NAME) -> str:
     """The one sanitiser for names (and short messages) from outside: printable, one line, bounded.
 
     Control and format characters (newlines, ESC, NUL, bidi overrides U+202E...) become a space,
@@ -36,12 +39,12 @@ def clean(text, limit=MAX_NAME):
     return kept if len(kept) <= limit else kept[: limit - 1] + "…"
 
 
-def html(text):
+def html(text: object) -> str:
     """Text safe inside an HTML or SVG element or a quoted attribute value."""
     return _html.escape(str(text), quote=True)
 
 
-def csv_cell(value):
+def csv_cell(value: T) -> T | str:
     """A cell for a CSV that people open in spreadsheets: text that would start a formula is neutralised.
 
     Numbers pass unchanged, and so does a lone "-" (Moodle's "no value", which Moodle reads back); any
@@ -55,17 +58,17 @@ def csv_cell(value):
     return value
 
 
-def csv_row(values):
+def csv_row(values: Iterable[T]) -> list[T | str]:
     """A whole row through `csv_cell`."""
     return [csv_cell(value) for value in values]
 
 
-def terminal(text):
+def terminal(text: object) -> str:
     """One line for the terminal: `clean` without a length limit worth noticing (messages can be long)."""
     return clean(text, limit=4000)
 
 
-def safe_name(text):
+def safe_name(text: object) -> str:
     """A submission's name as a file name and a CSV key: letters, digits, '.', '-' and '_' only.
 
     Never starts with '-' (an option on a command line, a formula in a spreadsheet) or '.'."""
