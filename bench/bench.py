@@ -10,6 +10,8 @@ Prints, for this machine:
   * a student's `python check.py masking` in student_template/ (target <= 1.5 x the floor);
   * the sandbox: median wait for a sealed worker per submission (target <= 15 ms) and seal time;
   * peak memory of grading one submission, judge + fork server + worker (target <= 700 MB);
+  * judge <-> worker round trips per submission: a correct file (target <= 20, once the judge has learned its
+    plans from a first one) and four catalogue bugs;
   * stock `otter run` on three of the same submissions, and the ratio to the kit's grader;
   * kill -9 midway through the bulk run, rerun: grades.csv must equal the uninterrupted run's.
 
@@ -36,7 +38,7 @@ from grader.faults.samples import synthetic_class  # noqa: E402
 from grader.sandbox import processes  # noqa: E402
 
 PYTHON = sys.executable
-TARGETS = {"bulk_ratio": 20.0, "check_ratio": 1.5, "peak_mb": 700.0, "sandbox_ms": 15.0}
+TARGETS = {"bulk_ratio": 20.0, "check_ratio": 1.5, "peak_mb": 700.0, "sandbox_ms": 15.0, "round_trips": 20}
 
 
 def timed(command, **kwargs):
@@ -110,6 +112,30 @@ def integrity_seconds(stdout):
     """Seconds of the class run's integrity step, from its `integrity: ... in X s` line (None without one)."""
     match = re.search(r"^integrity: .* in ([\d.]+) s", stdout, flags=re.M)
     return float(match[1]) if match else None
+
+
+def round_trips(scratch, args):
+    """Judge <-> worker round trips of single submissions graded by the real judge in this process, in order: a
+    correct file first (no plans yet: the judge learns each group's plan from it), a correct file again, then
+    four catalogue bugs, each one step's checks failing (grader.check.student.Plans). {label: round trips}."""
+    from grader.check.student import PLANS
+    from grader.check.suite import discover
+    from grader.faults.bugs import BUGS
+    from grader.judging.judge import Options, grade_submission
+
+    clean = clean_solution()
+    files = [("correct, the judge's first (learns the plans)", clean), ("correct", clean)]
+    files += [(f"bug {bug.id}", bug.apply(clean)) for bug in BUGS[::len(BUGS) // 4][:4]]
+    folder = scratch / "round-trips"
+    folder.mkdir()
+    tests, counts = discover(), {}
+    for index, (label, source) in enumerate(files):
+        path = folder / f"student_{index}.py"
+        path.write_text(source)
+        before = PLANS.round_trips
+        grade_submission(path, path.stem, tests, Options.of(device=args.device))
+        counts[label] = PLANS.round_trips - before
+    return counts
 
 
 def killed_and_resumed(folder, out, reference, args):
@@ -201,6 +227,10 @@ def main():
         report("one submission: peak memory, sum of RSS (shared pages counted per process)",
                f"{rss / 2**20:.0f} MB")
 
+        for label, count in round_trips(scratch, args).items():
+            report(f"round trips judge <-> worker: {label}", f"{count}", "<= 20" if label == "correct" else None,
+                   count <= TARGETS["round_trips"] if label == "correct" else None)
+
         if not args.no_otter:
             sample = [folder / name for name in sorted(os.listdir(folder))[:3]]
             times, why = otter_runs(sample, args)
@@ -215,8 +245,8 @@ def main():
                 report("otter run", "n/a", why)
 
         if not args.no_resume:
-            before, resumed, seconds, same = killed_and_resumed(folder, scratch / "killed", scratch / "out" / "grades.csv",
-                                                                args)
+            before, resumed, seconds, same = killed_and_resumed(folder, scratch / "killed",
+                                                                scratch / "out" / "grades.csv", args)
             report("kill -9 midway: results on disk when killed", f"{before}/{args.count}")
             report("rerun after the kill: wall time", f"{seconds:.1f} s")
             report(f"rerun: {resumed}", "")

@@ -7,13 +7,16 @@ import inspect
 import struct
 
 import pytest
+import torch
 
 from grader.build.exercises import clean_solution
+from grader.chapter import STEPS
 from grader.check import wire
 from grader.check.runner import run_test
 from grader.check.session import Session
-from grader.check.student import Student, in_process
+from grader.check.student import Plans, Student, in_process
 from grader.check.suite import discover
+from grader.faults.bugs import BUGS
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +84,73 @@ def test_the_wire_uses_json_through_its_public_api_only():
     assert wire.decode(wire.loads(wire.dumps(message))["value"]) == [1.5, "x", None]
     with pytest.raises(ValueError, match="not a message"):
         wire.loads(struct.pack(">I", 4) + b"{}{}")  # data after the one JSON value
+
+
+# --------------------------------------------------------------------------- plans: a group's requests at once
+
+def grade_in_groups(path, suite, plans):
+    """Every check over `path` in this interpreter, grouped as the judge groups them (each step's public part, then
+    each step's hidden part, one Student each): ([(name, passed, message)], round trips)."""
+    student, _ = in_process(path)
+    verdicts, trips = [], 0
+    for public in (True, False):
+        for step in STEPS:
+            group = [test for test in suite if test.step == step.key and (test.kind == "public") == public]
+            checked = Student(student.transport, plans=plans)
+            verdicts += [(test.name, *run_test(test, checked)) for test in group]
+            trips += checked.round_trips
+    return verdicts, trips
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return discover()
+
+
+def test_a_correct_file_takes_at_most_20_round_trips_once_the_plans_are_learned(solved, suite):
+    """Before: 221 round trips per correct submission (one per request or small batch). Now: one per group of
+    checks (14) once the judge has learned the plans, from the first submission that passes a group."""
+    plans = Plans()
+    learned, first = grade_in_groups(solved, suite, plans)
+    planned, trips = grade_in_groups(solved, suite, plans)
+    assert planned == learned and all(passed for _, passed, _ in planned)
+    assert first > 200 and trips <= 20, (first, trips)
+
+
+@pytest.mark.slow(reason="grades five buggy files three times each in this interpreter (about 30 s)")
+@pytest.mark.parametrize("bug_id", ["mha_sdpa_dropout_in_eval", "mha_masked_fill_not_in_place",
+                                    "causal_mask_not_sliced", "masking_keeps_future", "wrapper_first_head_only"])
+def test_a_buggy_file_gets_the_same_verdicts_and_messages_with_plans(solved, suite, bug_id, tmp_path):
+    """The checks that fail leave the plan (their probes run live, after the random generators are put back):
+    every verdict and message is what it is without plans, the random diagnosis of dropout in eval mode too."""
+    plans = Plans()
+    grade_in_groups(solved, suite, plans)  # learns the plans
+    path = tmp_path / "attention.py"
+    path.write_text(next(bug for bug in BUGS if bug.id == bug_id).apply(clean_solution()))
+    without, trips_without = grade_in_groups(path, suite, None)
+    with_plans, trips = grade_in_groups(path, suite, plans)
+    assert with_plans == without
+    assert trips < trips_without
+
+
+def test_a_plan_runs_while_each_request_fails_or_succeeds_as_expected(solved):
+    session = Session(in_process(solved)[0].transport.session.module)
+    build = wire.request("build", name="CausalAttention", args=wire.encode([3, 4, 6, 0.0]), seed=1)
+    forward = wire.request("forward", handle={"$built": 0}, args=wire.encode([torch.ones(2, 6, 3)]))
+    broken = wire.request("call", name="no_such_function", args=[])
+    plan = wire.request("batch", requests=[build, broken, forward, broken, forward], plan=True,
+                        expect=[True, False, True, True, True])
+    answers = session.handle(plan)["answers"]
+    assert [answer["ok"] for answer in answers] == [True, False, True, False]  # stopped at the unexpected failure
+    assert wire.decode(answers[2]["value"]).shape == (2, 6, 4)
+
+
+def test_rewind_puts_the_random_generators_back_where_they_were_before_a_request_of_the_plan(solved):
+    session = Session(in_process(solved)[0].transport.session.module)
+    draw = wire.request("call", name="attention_dropout", args=wire.encode([torch.ones(4, 4), 0.5]),
+                        kwargs=wire.encode({"training": True}))
+    answers = session.handle(wire.request("batch", requests=[draw, draw], plan=True, expect=[True, True]))["answers"]
+    assert session.handle(wire.request("rewind", to=1))["ok"]
+    again = session.handle(draw)
+    assert torch.equal(wire.decode(again["value"]), wire.decode(answers[1]["value"]))
+    assert not torch.equal(wire.decode(answers[0]["value"]), wire.decode(answers[1]["value"]))
