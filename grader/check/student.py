@@ -80,13 +80,18 @@ def succeeded(answer):
 
 
 class Student:
-    def __init__(self, transport, device="cpu", plans=None):
+    def __init__(self, transport, device="cpu", plans=None, planned=True):
         """`plans`: the book of plans to use and teach (see Plans); by default the judge's own for a sandboxed worker
         (a transport with steps, sandbox.transport.WorkerTransport), none otherwise: in process a round trip costs
         no more than the call, and the checks share the student code's interpreter and its random generators."""
         self.transport = transport
         self.device = device
         self.plans = plans if plans is not None else PLANS if hasattr(transport, "begin_step") else None
+        if not planned:  # the judge grades a group again without its plan (see plan_lost)
+            self.plans = None
+        # The student's process ended inside the plan batch (a hang, a crash, an exit): which check's request
+        # ended it is unknown, so the checks before it cannot be credited; the judge grades the group again live.
+        self.plan_lost = False
         self.round_trips = 0  # requests that crossed to the student's process, plan batches included
         self.group = None  # the name of the first check run through this Student (see Plans)
         self.test = None  # the check running now
@@ -129,7 +134,11 @@ class Student:
     def _send_ahead(self, plan):
         request = wire.request("batch", name=plan[0][0], requests=[planned for _, planned, _, _ in plan],
                                plan=True, expect=[succeeded for _, _, _, succeeded in plan])
-        answer = self._send_now(request)
+        try:
+            answer = self._send_now(request)
+        except StudentUnavailable:
+            self.plan_lost = True
+            raise
         answers = answer.get("answers") if answer.get("ok") is True else None
         # From the student's process: at most one answer (a dict) per request; anything else is not used.
         if not (isinstance(answers, list) and len(answers) <= len(plan)

@@ -70,8 +70,9 @@ class SubmissionWorker:
         self.protections = None  # the first worker's own report of its sandbox, sent before student code ran
         self.setup_seconds = []  # how long each worker made this submission wait for its sandbox
 
-    def student_for(self, seconds):
-        """A Student for the next step with `seconds` to spend, or None (then `fatal` says why)."""
+    def student_for(self, seconds, planned=True):
+        """A Student for the next step with `seconds` to spend, or None (then `fatal` says why). `planned`: the
+        Student may send its group's plan (check.student.Plans)."""
         if self.fatal:
             return None
         if self.worker is not None and not self.worker.dead:
@@ -92,7 +93,7 @@ class SubmissionWorker:
             self.fatal = self.worker.fatal
             if self.fatal:
                 return None
-        return Student(self.worker, self.options.device)
+        return Student(self.worker, self.options.device, planned=planned)
 
     def close(self):
         if self.worker is not None:
@@ -100,9 +101,9 @@ class SubmissionWorker:
             self.worker = None
 
 
-def grade_step(sandbox, step_key, tests, seconds):
+def grade_step(sandbox, step_key, tests, seconds, planned=True):
     """Run the tests of one step against the submission's worker."""
-    student = sandbox.student_for(seconds)
+    student = sandbox.student_for(seconds, planned)
     results = []
     for test in tests:
         details = {}
@@ -113,6 +114,10 @@ def grade_step(sandbox, step_key, tests, seconds):
             limit = failure_limit(details)
         results.append(TestResult(test.name, step_key, test.points if passed else 0.0, test.points,
                                   message, test.visibility, details, limit))
+    if student is not None and student.plan_lost:
+        # The worker ended inside the plan sent ahead: graded again as the checks ask, on a fresh worker, so
+        # that the checks before the request that ended it keep their points, as without a plan.
+        return grade_step(sandbox, step_key, tests, seconds, planned=False)
     return results
 
 

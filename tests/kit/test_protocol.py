@@ -154,3 +154,36 @@ def test_rewind_puts_the_random_generators_back_where_they_were_before_a_request
     again = session.handle(draw)
     assert torch.equal(wire.decode(again["value"]), wire.decode(answers[1]["value"]))
     assert not torch.equal(wire.decode(answers[0]["value"]), wire.decode(answers[1]["value"]))
+
+
+EXITS_ON_A_BATCH = """
+
+import os
+
+_reference_scores = attention_scores
+
+
+def attention_scores(queries, keys):
+    if queries.dim() == 3:  # a crash on batched inputs only: the step's checks of one sequence pass
+        os._exit(0)
+    return _reference_scores(queries, keys)
+"""
+
+
+@pytest.mark.slow(reason="grades three files through the sandboxed judge")
+def test_a_worker_that_ends_inside_a_plan_costs_what_it_costs_without_one(solved, suite, monkeypatch):
+    """Before: a worker that crashed (or hung) inside the plan sent ahead failed every check of its group, those
+    whose requests came before the crash too. Now the group is graded again live, on a fresh worker."""
+    from grader.check import student as student_module
+    from grader.judging.judge import Options, grade_submission
+
+    path = solved.parent / "exits_midway.py"
+    path.write_text(clean_solution() + EXITS_ON_A_BATCH)
+    monkeypatch.setattr(student_module, "PLANS", Plans())
+    live = grade_submission(path, "exits", suite, Options())  # no plan learned for its failing group: all live
+    grade_submission(solved, "solved", suite, Options())  # teaches every group's plan
+    planned = grade_submission(path, "exits", suite, Options())
+    verdicts = [(test.name, test.score, test.output) for test in live.tests]
+    assert [(test.name, test.score, test.output) for test in planned.tests] == verdicts
+    scaling = [score > 0 for name, score, _ in verdicts if name.startswith("scaling")]
+    assert any(scaling) and not all(scaling), "the crash must come midway through the step's checks"

@@ -2,7 +2,7 @@
 
 import traceback
 
-from grader.check.student import StudentError, StudentUnavailable
+from grader.check.student import Student, StudentError, StudentUnavailable
 from grader.check.wire import ProtocolError
 from grader.check.testing import details_of
 
@@ -12,7 +12,16 @@ def run_test(test, student, details=None):
     testing.details_of) go into `details` when given, with "limit" (the StudentUnavailable's
     limit) when the student's process hit one."""
     details = {} if details is None else details
+    passed, message = _run(test, student, details)
+    if isinstance(student, Student):
+        student.end(passed)
+    return passed, message
+
+
+def _run(test, student, details):
     try:
+        if isinstance(student, Student):
+            student.begin(test.name)  # may send the plan of the checks that start here (see check.student.Plans)
         test.function(student)
         return True, ""
     except StudentUnavailable as error:

@@ -7,7 +7,10 @@ process for grading. It never judges anything.
 """
 
 import itertools
+import random
 import traceback
+
+import numpy as np
 
 import torch
 
@@ -28,6 +31,8 @@ class Session:
         self.module = module
         self.device = torch.device(device)
         self.handles = {}
+        self.batch_built = None  # while a batch runs: the handles its builds (and its batches') made, in order
+        self.plan_states = []  # the random state before each request of the last plan batch, and after the last
 
     # -- dispatch ---------------------------------------------------------
     def handle(self, request):
@@ -61,22 +66,76 @@ class Session:
         return operation.parse(request)
 
     def handle_batch(self, request):
-        """Several requests in one round trip, carried out in order up to the first that fails, as the judge
-        would have sent them one by one (it stops at a failure too), or all of them with "keep_going" (the
-        judge then reads each failure where it would have met it). A request whose "handle" is "previous"
-        acts on the module that the last "build" before it made."""
-        answers, built = [], None
+        """Several requests in one round trip, carried out in order up to the first that fails (a batch in it
+        fails if any of its requests did), as the judge would have sent them one by one (it stops at a failure
+        too), or all of them with "keep_going" (the judge then reads each failure where it would have met it).
+        A request whose "handle" is "previous" acts on the module that the last "build" before it made; one
+        whose handle is {"$built": i}, on the i-th module built by this batch and the batches in it (a
+        check.student.Plans plan, written before the handles exist; `batch_built`, the outer batch's). A plan
+        runs while each request fails or succeeds as `expect` says (a check's request that must fail included)."""
+        outer = self.batch_built is None
+        if outer:
+            self.batch_built = []
+        try:
+            return self._batch(request, self.batch_built)
+        finally:
+            if outer:
+                self.batch_built = None
+
+    def _batch(self, request, built):
+        answers, previous = [], None
+        expect = request["expect"] if request["plan"] else None
+        if expect is not None and (type(expect) is not list or len(expect) != len(request["requests"])):
+            return {"ok": False, "error": describe_error(wire.ProtocolError("a plan expects one outcome per request"))}
+        if request["plan"]:
+            self.plan_states = [self.random_state()]
         for item in request["requests"] or []:
+            unbuilt = False
             if isinstance(item, dict) and item.get("handle") == "previous":
-                item = {**item, "handle": built}
-            answer = self.handle(item)
+                item = {**item, "handle": previous}
+            elif isinstance(item, dict) and isinstance(item.get("handle"), dict):
+                item = {**item, "handle": self._built_handle(item["handle"], built)}
+                unbuilt = item["handle"] is None
+            answer = self._unbuilt(item) if unbuilt else self.handle(item)
             answers.append(answer)
-            if not answer["ok"]:
-                if not request["keep_going"]:
-                    break
-            elif item["op"] == "build":
-                built = answer["value"]
+            if request["plan"]:
+                self.plan_states.append(self.random_state())
+            failed = not answer["ok"] or any(inner.get("ok") is not True for inner in answer.get("answers", ()))
+            if not failed and item["op"] == "build":
+                previous = answer["value"]
+                built.append(previous)
+            # A plan stops where a request fails or succeeds otherwise than expected; a batch at a failure.
+            if failed == bool(expect[len(answers) - 1]) if expect is not None else failed and not request["keep_going"]:
+                break
         return {"ok": True, "answers": answers}
+
+    def random_state(self):
+        """Every random generator student code may draw from without a seed of its own: torch's (the device's
+        too), Python's and numpy's global ones."""
+        cuda = torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None
+        return torch.get_rng_state(), cuda, random.getstate(), np.random.get_state()
+
+    def op_rewind(self, request):
+        """Back to the random state before request `to` of the last plan batch (see random_state)."""
+        to = request["to"]
+        if type(to) is not int or not 0 <= to < len(self.plan_states):
+            raise wire.ProtocolError(f"rewind to {to!r}: the last plan kept {len(self.plan_states)} states")
+        cpu, cuda, python, numpy = self.plan_states[to]
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state(cuda, self.device)
+        random.setstate(python)
+        np.random.set_state(numpy)
+
+    @staticmethod
+    def _built_handle(reference, built):
+        """The handle {"$built": i} names, or None where this batch built no such module."""
+        index = reference.get("$built")
+        return built[index] if type(index) is int and 0 <= index < len(built) else None
+
+    def _unbuilt(self, item):
+        error = wire.ProtocolError(f"request {item.get('op')!r} names a module this batch did not build")
+        return {"ok": False, "error": describe_error(error, self.module)}
 
     def _inputs(self, request):
         args = wire.decode(request.get("args", []), self.device)

@@ -51,20 +51,169 @@ class StudentUnavailable(AssertionError):
         self.limit = limit
 
 
+class Plans:
+    """What each group of checks asked of a student's process, learned from a group whose every check passed.
+
+    A group is the checks the judge runs through one Student (a step's public or hidden part), named by its
+    first check. Its requests hardly depend on the submission (fixed inputs, seeds and weights): the next
+    Student of the group sends the whole plan in one round trip as its first check begins, and each check
+    reads its answers from there while it asks the plan's requests in the plan's order. Where one asks
+    otherwise (the probes that follow a failure, a check that stopped early), the rest of the plan's answers
+    are dropped, the student's process puts its random generators back where they were after the last answer
+    read, and every request from there goes live, in the order the checks ask them: as if no plan had been
+    sent. Judging stays in the judge; the plan only moves requests earlier. One book per judge process (a class
+    run learns each group's plan from the first submission that passes all of it)."""
+
+    def __init__(self):
+        # first check's name -> [(what, request with handles {"$built": i}, check's name, succeeded), ...]
+        self.by_group = {}
+        self.round_trips = 0  # every Student's, since the book was made (make bench reads the difference)
+
+
+PLANS = Plans()
+
+
+def succeeded(answer):
+    """Whether an answer (a batch's: every answer in it) says the request ran without an error."""
+    inner = answer.get("answers")
+    return answer.get("ok") is True and (not isinstance(inner, list) or all(map(succeeded, inner)))
+
+
 class Student:
-    def __init__(self, transport, device="cpu"):
+    def __init__(self, transport, device="cpu", plans=None, planned=True):
+        """`plans`: the book of plans to use and teach (see Plans); by default the judge's own for a sandboxed worker
+        (a transport with steps, sandbox.transport.WorkerTransport), none otherwise: in process a round trip costs
+        no more than the call, and the checks share the student code's interpreter and its random generators."""
         self.transport = transport
         self.device = device
+        self.plans = plans if plans is not None else PLANS if hasattr(transport, "begin_step") else None
+        if not planned:  # the judge grades a group again without its plan (see plan_lost)
+            self.plans = None
+        # The student's process ended inside the plan batch (a hang, a crash, an exit): which check's request
+        # ended it is unknown, so the checks before it cannot be credited; the judge grades the group again live.
+        self.plan_lost = False
+        self.round_trips = 0  # requests that crossed to the student's process, plan batches included
+        self.group = None  # the name of the first check run through this Student (see Plans)
+        self.test = None  # the check running now
+        self.asked = []  # (what, planned form, check) of each request, in order, while they may make a plan
+        self.all_passed = True
+        self.built = {}  # handle -> its index among the modules built through this Student
+        self.ahead = []  # (what, planned form, check, answer) of the plan's requests not asked yet, in order
+        self.read_ahead = 0  # answers of the plan read so far
+
+    # -- plans ----------------------------------------------------------------------------------------------
+    def begin(self, test_name):
+        """A check starts (check.runner.run_test): the first of this Student sends its group's plan, if known."""
+        if self.plans is None:
+            return
+        self.test = test_name
+        if self.group is None:
+            self.group = test_name
+            plan = self.plans.by_group.get(test_name)
+            if plan:
+                self._send_ahead(plan)
+        elif self.ahead and self.ahead[0][2] != test_name:
+            self._leave_plan(f"the checks of {test_name}")  # (the plan of another list of checks)
+
+    def end(self, passed):
+        """A check ended. If it left some of its plan's requests unasked (it stopped early), the plan ends here. A
+        group whose checks have all passed so far, on its plan, teaches what it asked as its group's plan (a
+        longer one, where the plan it had ended early)."""
+        if self.plans is None:
+            return
+        self.all_passed = self.all_passed and passed
+        if self.ahead and self.ahead[0][2] == self.test:
+            try:
+                self._leave_plan(f"the checks of {self.test}")
+            except StudentUnavailable:  # the next request says so, as it would have
+                pass
+        if self.all_passed and self.asked and self.group is not None:
+            if len(self.asked) > len(self.plans.by_group.get(self.group, ())):
+                self.plans.by_group[self.group] = list(self.asked)
+
+    def _send_ahead(self, plan):
+        request = wire.request("batch", name=plan[0][0], requests=[planned for _, planned, _, _ in plan],
+                               plan=True, expect=[succeeded for _, _, _, succeeded in plan])
+        try:
+            answer = self._send_now(request)
+        except StudentUnavailable:
+            self.plan_lost = True
+            raise
+        answers = answer.get("answers") if answer.get("ok") is True else None
+        # From the student's process: at most one answer (a dict) per request; anything else is not used.
+        if not (isinstance(answers, list) and len(answers) <= len(plan)
+                and all(isinstance(item, dict) for item in answers)):
+            return
+        self.ahead = [(what, planned, test, item) for (what, planned, test, _), item in zip(plan, answers)]
+        for _, planned, _, item in self.ahead:
+            self._note_built(planned, item)
+
+    def _leave_plan(self, what):
+        """Drop the plan's answers not read, and put the random generators back where they were after the last
+        one read (Session.op_rewind): what runs next runs as it would have without the plan."""
+        self.ahead, self.asked = [], None  # a Student off its plan teaches none
+        self._send_now(wire.request("rewind", to=self.read_ahead, name=what))
+
+    def _planned(self, request):
+        """`request` with every handle written as the index of its module among those built here ({"$built": i}),
+        as the plan batch (Session.handle_batch) resolves it; None if one is not (a module of an earlier group)."""
+        if request["op"] == "batch":
+            items = [self._planned(item) for item in request["requests"]]
+            return None if None in items else {**request, "requests": items}
+        handle = request.get("handle")
+        if handle is None or handle == "previous":
+            return request
+        index = self.built.get(handle) if type(handle) is int else None
+        return None if index is None else {**request, "handle": {"$built": index}}
+
+    def _note_built(self, request, answer):
+        """Remember the handles that `request`'s answer made (a build's; a batch's builds in order)."""
+        if request["op"] == "batch":
+            inner = answer.get("answers") if answer.get("ok") is True else None
+            if isinstance(inner, list):
+                for item, item_answer in zip(request["requests"], inner):
+                    if isinstance(item_answer, dict):
+                        self._note_built(item, item_answer)
+        elif request["op"] == "build" and answer.get("ok") is True and type(answer.get("value")) is int:
+            self.built.setdefault(answer["value"], len(self.built))
+
+    def _send(self, what, request):
+        """The answer to `request`: the plan's, while the checks ask the plan's requests in its order; else from the
+        student's process now (see Plans)."""
+        planned = self._planned(request)
+        if self.ahead:
+            _, ahead, test, answer = self.ahead[0]
+            if planned is not None and ahead == planned and test == self.test:
+                del self.ahead[0]
+                self.read_ahead += 1
+                self._keep_asked(what, planned, answer)
+                return answer
+            self._leave_plan(what)
+        answer = self._send_now(request)
+        self._note_built(request, answer)
+        self._keep_asked(what, planned, answer)
+        return answer
+
+    def _keep_asked(self, what, planned, answer):
+        if self.asked is not None and self.plans is not None:
+            keep = planned is not None and self.test
+            self.asked = self.asked + [(what, planned, self.test, succeeded(answer))] if keep else None
+
+    def _send_now(self, request):
+        self.round_trips += 1
+        if self.plans is not None:
+            self.plans.round_trips += 1
+        return self.transport.send(request)
 
     def _ask(self, what, request):
-        return self._read(what, self.transport.send(request))
+        return self._read(what, self._send(what, request))
 
     def _ask_many(self, asks, keep_going=False):
         """Several (what, request) pairs in one round trip (see Session.handle_batch): the value of each, or
         StudentError for the first that failed, as if they had been asked one by one. With `keep_going`
         every request runs, and the list holds a StudentError (not raised) for each one that failed."""
         request = wire.request("batch", name=asks[-1][0], requests=[r for _, r in asks], keep_going=keep_going)
-        answer = self.transport.send(request)
+        answer = self._send(asks[-1][0], request)
         answers = answer.get("answers") if answer.get("ok") is True else None
         # From the student's process: one answer per request (up to the first failure), nothing else.
         if not (isinstance(answers, list) and 1 <= len(answers) <= len(asks)

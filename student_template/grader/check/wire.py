@@ -62,7 +62,7 @@ def _host_names():
 
     from grader.paths import ROOT
 
-    places = {}
+    places: dict[str, str] = {}
     for path, placeholder in ((ROOT, "<kit>"), (sys.prefix, "<python>"), (sys.base_prefix, "<python>"),
                               (sys.exec_prefix, "<python>"), (os.path.expanduser("~"), "<home>")):
         for form in {str(path), os.path.realpath(path)}:
@@ -221,7 +221,7 @@ def _encode(value, budget, depth):
                          "text": clean_text(text, 200)}}
 
 
-_DEVICE_TEXTS = {}
+_DEVICE_TEXTS: dict[torch.device, str] = {}
 
 
 def _device_text(device):
@@ -247,7 +247,7 @@ def _tensor_from_payload(payload, budget):
     if isinstance(data, str):  # base64 text: a tensor written as plain JSON
         if len(data) > MAX_HEADER_BYTES:
             raise ValueError("tensor text too long")
-        raw = base64.b64decode(data, validate=True)
+        raw: bytes | memoryview = base64.b64decode(data, validate=True)
     elif isinstance(data, (bytes, memoryview)):
         raw = data
     else:
@@ -260,7 +260,7 @@ def _tensor_from_payload(payload, budget):
     return torch.from_numpy(np.frombuffer(raw, dtype=np_dtype).reshape(shape).copy())
 
 
-_DEVICE_NAMES = {}
+_DEVICE_NAMES: dict[str, str] = {}
 
 
 def _device_name(text):
@@ -483,9 +483,16 @@ OPERATIONS: dict[str, Operation] = {operation.name: operation for operation in (
               "a built module's output for encoded args, in training mode with `train`, seeded with `seed`"),
     Operation("state", dict(_MODULE), "a built module's parameters and buffers by name"),
     Operation("describe", dict(_MODULE), "a built module's structure (check.session.describe_module)"),
-    Operation("batch", {"requests": _REQUIRED, "name": None, "keep_going": False},
+    Operation("rewind", {"to": _REQUIRED, "name": None},
+              "the random generators back to where they were before request `to` of the last plan batch (the "
+              "judge left the plan there: what it asks next runs as if the rest of the plan had not); `name` says "
+              "what the judge was doing, for a limit's message"),
+    Operation("batch", {"requests": _REQUIRED, "name": None, "keep_going": False, "plan": False, "expect": None},
               "several requests in one round trip, in order, up to the first that fails (all with `keep_going`); "
-              "a handle \"previous\" means the module the last build of the batch made; answers {answers: [...]}"),
+              "a handle \"previous\" means the module the last build of the batch made, {\"$built\": i} the i-th "
+              "module built by the batch; with `plan` (check.student.Plans), the random generators' state before each "
+              "request is kept for `rewind`, and `expect` (a boolean per request: succeeds) says where it stops; "
+              "answers {answers: [...]}"),
     Operation("load", {"name": _REQUIRED, "chunks": _REQUIRED},
               "the worker's first request: the submission's file, to load", session=False),
     Operation("stop", {}, "the worker's last request: exit", session=False),
