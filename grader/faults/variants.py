@@ -167,6 +167,8 @@ VARIANTS = [
         find=(
             "    if not training or p == 0:\n"
             "        return attn_weights\n"
+            "    if p == 1:  # every weight dropped, as nn.Dropout(1) does (the rescaling below would give 0 / 0)\n"
+            "        return torch.zeros_like(attn_weights)\n"
             "    keep = torch.rand_like(attn_weights) >= p\n"
             "    return attn_weights * keep / (1 - p)\n"
         ),
