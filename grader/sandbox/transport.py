@@ -68,7 +68,7 @@ class WorkerTransport:
         self.pool.check_required()
         fields = [{key: value.encode("utf-8") if key in ("source", "original") and isinstance(value, str) else value
                    for key, value in dataclasses.asdict(chunk).items()} for chunk in chunks]
-        load = wire.dumps({"op": "load", "name": Path(path).name, "chunks": fields})
+        load = wire.dumps(wire.request("load", name=Path(path).name, chunks=fields))
         for attempt in range(SEAL_ATTEMPTS):
             if self._hand_over(config, load, time_limit):
                 break

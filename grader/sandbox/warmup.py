@@ -31,15 +31,15 @@ def warm_up():
         torch.nn.functional.scaled_dot_product_attention(x, x, x, is_causal=True)
         torch.einsum("bnd,bmd->bnm", x, x).isfinite().all()
     session = Session(types.SimpleNamespace(CausalAttention=StandInHead, softmax=torch.softmax, __name__="warm_up"))
-    head = {"op": "build", "name": "CausalAttention", "args": wire.encode([3, 4, 6, 0.5]), "kwargs": wire.encode({}),
-            "seed": 1}
     x = wire.encode([torch.rand(2, 5, 3)])
-    for request in (head, {"op": "forward", "handle": 1, "path": "", "args": x, "train": True, "seed": 2},
-                    {"op": "load_weights", "handle": 1, "path": "",
-                     "weights": wire.encode({"W_query.weight": torch.rand(4, 3)})},
-                    {"op": "state", "handle": 1, "path": ""}, {"op": "describe", "handle": 1, "path": ""},
-                    {"op": "call", "name": "softmax", "args": x, "kwargs": wire.encode({"dim": -1}), "seed": None},
-                    {"op": "call", "name": "missing", "args": x, "kwargs": wire.encode({})}):
+    requests = (
+        wire.request("build", name="CausalAttention", args=wire.encode([3, 4, 6, 0.5]), kwargs=wire.encode({}), seed=1),
+        wire.request("forward", handle=1, path="", args=x, train=True, seed=2),
+        wire.request("load_weights", handle=1, path="", weights=wire.encode({"W_query.weight": torch.rand(4, 3)})),
+        wire.request("state", handle=1, path=""), wire.request("describe", handle=1, path=""),
+        wire.request("call", name="softmax", args=x, kwargs=wire.encode({"dim": -1}), seed=None),
+        wire.request("call", name="missing", args=x, kwargs=wire.encode({})))
+    for request in requests:
         wire.loads(wire.dumps(session.handle(wire.loads(wire.dumps(request)))))
     try:  # the filters' bytes, built once here for every worker of this server
         seccomp.program()
