@@ -276,6 +276,11 @@ def _seal_basic(policy, report):
         _become(policy.uid)
         report["on"].append("private uid")
     _die_with(policy.parent)  # after the uid change, which clears it
+    if policy.counts_pipes:  # the grading user's own uid: a keeper outside the filter counts its pipes
+        alive_r = _fork_keeper(policy)
+        if LINUX:
+            _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # a fork's child is no subreaper by birth
+        _die_with_keeper(alive_r)
     report["off"].append("namespaces: " + (policy.why or "unavailable here"))
     _confine_to_view(policy, report)
 
@@ -475,6 +480,14 @@ def _bind_read_only(source, target, directory, stats):
 def _become_pid1(policy):
     """Fork: the child is PID 1 of the new PID namespace and returns the read end of a pipe the keeper
     holds open while it lives (see `_die_with_keeper`); the parent stays the keeper."""
+    alive_r = _fork_keeper(policy)
+    os.setsid()
+    return alive_r
+
+
+def _fork_keeper(policy):
+    """Fork: the parent stays the keeper (`_keep`, never returns); the child goes on sealing and gets the read
+    end of a pipe the keeper holds open while it lives."""
     alive_r, alive_w = os.pipe()
     if policy.counts_pipes:  # the line the pipe listener crosses to the keeper (`_hand_pipes_to_keeper`)
         policy.pipes_keeper, policy.pipes_sandbox = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -488,7 +501,6 @@ def _become_pid1(policy):
     if policy.pipes_keeper is not None:
         policy.pipes_keeper.close()
     _die_with_keeper(alive_r, close=False)
-    os.setsid()
     return alive_r
 
 
@@ -538,10 +550,11 @@ def _keep(child, policy):
 
 
 def _counts_pipes(policy):
-    """Whether the keeper counts the sandbox's pipes: where the sandbox's uid is the grading user's (userns as
-    an ordinary user), whose pipe allowance is shared with everything else the user runs (seccomp.PIPE_BUDGET).
-    A private uid's allowance is the submission's own; CUDA's driver makes pipes of its own (untried)."""
-    return (policy.mode == "userns" and policy.uid is None and os.geteuid() != 0 and bool(policy.bpf)
+    """Whether the keeper counts the sandbox's pipes: where the sandbox's uid is the grading user's (userns or
+    basic as an ordinary user), whose pipe allowance is shared with everything else the user runs
+    (seccomp.PIPE_BUDGET). A private uid's allowance is the submission's own; CUDA's driver makes pipes of its
+    own (untried)."""
+    return (policy.mode in ("userns", "basic") and policy.uid is None and os.geteuid() != 0 and bool(policy.bpf)
             and not _on_cuda(policy) and seccomp.SYS_SECCOMP is not None)
 
 

@@ -110,11 +110,8 @@ _PID = "a PID namespace (other processes, their /proc entries and signals out of
 # links carried to a later run, OUT squatted, the judge killed, .git and dist/ read as root. Its Landlock view
 # (seal._confine_to_view: the worker opens the interpreter's view and nothing else) closed the rest where the
 # kernel has Landlock: classmates' files, the checkout, /proc (command lines, the judge's environment and memory)
-# and /dev/ptmx. The userns mode's keeper counts the sandbox's pipes (seal._counts_pipes).
-WAITS = {
-    ("r_pipe_pages_user", "user-basic", "allowance"): "a uid of its own: pipe buffers are charged to the grading "
-                                                      "user's fs.pipe-user-pages-soft (no keeper counts them)",
-}
+# and /dev/ptmx. The keeper of the userns and basic modes counts the sandbox's pipes (seal._counts_pipes).
+WAITS = {}
 # Without Landlock (a kernel older than 5.13, or one without it in its lsm= list) the basic mode leaves these open.
 _PTY = "a devpts of its own (a mount namespace): /dev/ptmx is the machine's"
 WAITS_WITHOUT_LANDLOCK = {
@@ -143,9 +140,7 @@ if landlock_abi() < 1:
 BY_CHANCE = {("k_ptys_openpty", "root-basic", "allowance"), ("k_ptys_openpty", "user-basic", "allowance"),
              ("k_ptys_ptmx", "root-basic", "allowance"), ("k_ptys_ptmx", "user-basic", "allowance"),
              ("r_hunt_solution", "root-basic", "score"), ("r_hunt_solution", "user-basic", "score"),
-             ("x_judge_memory", "user-basic", "evidence"),
-             # and on whether the grading user's other pipes already hold its allowance when the probe looks
-             ("r_pipe_pages_user", "user-basic", "allowance")}
+             ("x_judge_memory", "user-basic", "evidence")}
 
 
 def apply_waits(request, name, mode_name, what):

@@ -352,7 +352,9 @@ read_end, write_end = os.pipe()
 pid = os.fork()
 if pid == 0:
     try:
-        report = seal.seal(seal.Policy(keep_fd=write_end, mode="userns", view=seal.view_paths(), bpf=seccomp.program()))
+        mode = sys.argv[2]
+        report = seal.seal(seal.Policy(keep_fd=write_end, mode=mode, view=seal.view_paths(),
+                                       bpf=seccomp.program(basic=mode == "basic")))
         os.write(write_end, json.dumps({"report": report, "answer": made()}).encode())
     except BaseException as error:
         os.write(write_end, json.dumps({"error": repr(error)}).encode())
@@ -366,17 +368,17 @@ print(data.decode())
 '''
 
 
-def _as_ordinary_user(script):
+def _as_ordinary_user(script, *arguments):
     """Run `script` (with a readable copy of grader/ as argv[1]) as an ordinary user: this one, or, as root,
     the battery's `kittest` with its Python (tests/kit/test_hostile_battery.py: `make test-account`)."""
     tmp_path = Path(tempfile.mkdtemp(prefix="isolation-pipes-", dir="/tmp"))
     try:
-        return _run_as_ordinary_user(tmp_path, script)
+        return _run_as_ordinary_user(tmp_path, script, arguments)
     finally:
         shutil.rmtree(tmp_path, ignore_errors=True)
 
 
-def _run_as_ordinary_user(tmp_path, script):
+def _run_as_ordinary_user(tmp_path, script, arguments=()):
     import pwd
     import subprocess
     import sys
@@ -386,7 +388,7 @@ def _run_as_ordinary_user(tmp_path, script):
     (tmp_path / "probe.py").write_text(script)
     for path in [tmp_path, *tmp_path.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    command = [sys.executable, str(tmp_path / "probe.py"), str(kit)]
+    command = [sys.executable, str(tmp_path / "probe.py"), str(kit), *arguments]
     if os.geteuid() == 0:
         python = Path("/opt/attention-kit-tests/venv/bin/python")
         try:
@@ -401,18 +403,20 @@ def _run_as_ordinary_user(tmp_path, script):
     return done.stdout
 
 
-def test_a_sandbox_sharing_the_users_uid_gets_a_budget_of_pipes():
-    """In the userns mode as an ordinary user, every pipe charges 16 pages to the grading user's
+@pytest.mark.parametrize("mode", ["userns", "basic"])
+def test_a_sandbox_sharing_the_users_uid_gets_a_budget_of_pipes(mode):
+    """In the userns and basic modes as an ordinary user, every pipe charges 16 pages to the grading user's
     fs.pipe-user-pages-soft (shared with the instructor's programs and every other sandbox). Before: a
     submission could make pipes until descriptors ran out in 64 processes (8× the allowance: r_pipe_pages_user
-    left the user's new pipes one page). Now: its keeper lets seccomp.PIPE_BUDGET through, then EMFILE, in
-    every process of the sandbox."""
+    left the user's new pipes one page; in the basic mode until 2026-11-26). Now: its keeper lets
+    seccomp.PIPE_BUDGET through, then EMFILE, in every process of the sandbox."""
     import json
 
     from grader.sandbox import seccomp
 
-    answer = json.loads(_as_ordinary_user(PIPE_PROBE).strip().splitlines()[-1])
-    if "error" in answer or answer["report"]["mode"] != "userns":
+    answer = json.loads(_as_ordinary_user(PIPE_PROBE, mode).strip().splitlines()[-1])
+    assert "error" not in answer or mode == "userns", answer
+    if "error" in answer or answer["report"]["mode"] != mode:
         pytest.skip(f"no user namespaces for an ordinary user here: {answer}")
     assert f"pipe budget {seccomp.PIPE_BUDGET}" in answer["report"]["on"], answer["report"]
     made = answer["answer"]
