@@ -878,9 +878,11 @@ SINKS = {
 }
 
 
-@pytest.fixture(scope="module")
-def gradescope_runs(bases, clean, tmp_path_factory):
-    """Each sink through dist/gradescope/autograder.zip's run_autograder, in a temporary /autograder."""
+@pytest.fixture(scope="module", params=["gradescope", "gradescope-basic"])
+def gradescope_runs(request, bases, clean, tmp_path_factory):
+    """Each sink through dist/gradescope/autograder.zip's run_autograder, in a temporary /autograder: as the
+    autograder runs where namespaces can be had, and where they cannot (Docker's default seccomp profile, no
+    CAP_SYS_ADMIN: the source's worker is told to try none, as the basic modes above)."""
     if not RUNNING_AS_ROOT:
         pytest.skip("Gradescope runs the autograder as root; so must this test")
     from grader.integrations import gradescope
@@ -907,6 +909,10 @@ def gradescope_runs(bases, clean, tmp_path_factory):
             (root / "submission" / "attention.py").write_text(text)
             with zipfile.ZipFile(archive) as zipped:
                 zipped.extractall(root / "source")
+            if request.param.endswith("-basic"):
+                prober = root / "source" / "grader" / "sandbox" / "host.py"
+                assert NAMESPACE_MODES in prober.read_text(), "the host no longer probes namespace modes as expected"
+                prober.write_text(prober.read_text().replace(NAMESPACE_MODES, "for candidate in ():"))
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/root",
                    "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable,
                    "AUTOGRADER_TIME_LIMIT": str(TIME_LIMIT), "KIT_TEST_LMS_TOKEN": f"lms-token-{token}"}
@@ -928,16 +934,19 @@ def gradescope_runs(bases, clean, tmp_path_factory):
     found["listened"] = listener.received
     found["token"] = token
     found["shared"] = mode.shared
+    found["mode"] = request.param
     yield found
     shutil.rmtree(workspace, ignore_errors=True)
 
 
 @pytest.mark.parametrize("sink", sorted(SINKS))
 def test_gradescope_zip_contains_every_attack(sink, gradescope_runs, honest_scores, hidden_digests, request):
-    apply_waits(request, sink, "gradescope", "evidence")
+    apply_waits(request, sink, gradescope_runs["mode"], "evidence")
     run = gradescope_runs[sink]
     results = run["results"]
     assert run["report"]["code"] == 0 and results is not None, run["report"]["err"][1][-3000:]
+    graded_in = results["extra_data"]["sandbox"].get("mode")
+    assert (graded_in == "basic") == gradescope_runs["mode"].endswith("-basic"), graded_in
     base = SINKS[sink][0]
     assert results["score"] <= honest_scores[base] + 1e-3, (results["score"], honest_scores[base])
     if base == "clean":
