@@ -118,12 +118,13 @@ test-account: $(VENV)/.installed
 	  { echo "make test-account: $(TEST_USER) cannot import torch from $(TEST_VENV)" >&2; exit 1; }
 
 # The public and hidden tests run in-process on the reference; tests/kit grades through the sandbox.
+# --durations: the slowest tests and fixtures of every run, printed last (where the half hour goes).
 test: $(VENV)/.installed $(CHROMIUM) sandbox-libs test-account
-	SUBMISSION=solutions/attention.py $(PY) -m pytest -q
+	SUBMISSION=solutions/attention.py $(PY) -m pytest -q --durations=30
 
 # The fast tier, set up as `make test` is: every test but those marked slow (tests/kit/conftest.py says why each is).
 test-fast: $(VENV)/.installed $(CHROMIUM) sandbox-libs test-account
-	SUBMISSION=solutions/attention.py $(PY) -m pytest -q -m "not slow"
+	SUBMISSION=solutions/attention.py $(PY) -m pytest -q --durations=30 -m "not slow"
 
 grade: $(VENV)/.installed sandbox-libs
 	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) $(GRADING) $(if $(RESULTS),--results $(RESULTS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ZIP_ENCODING),--zip-encoding $(ZIP_ENCODING))
