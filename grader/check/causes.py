@@ -28,10 +28,13 @@ PROBES = {
         "constant": "every row sums to the same constant below one",
         "short": "the future is zero but the rows sum to less than one",
         "nan": "some rows are NaN", "raw": "some weights are negative or above one",
+        "dropout": "in eval mode every row sums to 1/(1-p), for the module's dropout rate p",
         "other": "the rows do not sum to one"}),
     "renorm": ("row sums after renormalising", {
         "axis": "they sum to one along the columns instead of along the rows",
-        "short": "the rows sum to less than one", "other": "the rows do not sum to one"}),
+        "short": "the rows sum to less than one",
+        "softmax": "they are a softmax of the masked weights: the zeroed future gets weight exp(0) again",
+        "other": "the rows do not sum to one"}),
     "temperature": ("softmax scale", {
         "one": "the scores are not scaled", "d_k": "the scores are divided by d_k",
         "inverse": "the scores are multiplied by sqrt(d_k)", "d_in": "the scores are divided by sqrt(d_in)",
@@ -85,7 +88,9 @@ PROBES = {
         "heads": "every head drops the same weights"}),
     "target": ("dropout target", {
         "outside": "it acts on values, context vectors or the output, not on the attention weights",
-        "nan": "training mode gives NaN"}),
+        "nan": "training mode gives NaN",
+        "scores": "the training weights are a softmax of scores of which some were zeroed and the rest divided by "
+                  "(1-p): dropout acts on the scores, before the softmax"}),
     "lengths": ("inputs of every length up to context_length", {
         "short_crash": "inputs shorter than context_length raise while the full length works",
         "long_crash": "inputs of the full context_length raise while shorter ones work"}),
@@ -98,7 +103,10 @@ PROBES = {
     "linear": ("projection sizes", {"swapped": "they map d_out -> d_in"}),
     "dropout_module": ("self.dropout", {
         "missing": "it is not an nn.Dropout", "rate": "its p is not the dropout argument"}),
-    "mask_buffer": ("mask buffer", {"attribute": "it is a plain attribute", "missing": "there is none"}),
+    # A module that keeps no `mask` at all builds it in forward: its outputs (and, on a GPU, its device) judge it.
+    # "missing" is only in results written before that (they failed such a module).
+    "mask_buffer": ("mask buffer", {"attribute": "it is a plain attribute", "parameter": "it is an nn.Parameter",
+                                    "missing": "there is none"}),
     "out_proj": ("out_proj", {
         "missing": "there is none, or the output does not use it", "per_head": "it maps head_dim -> head_dim",
         "shape": "it does not map d_out -> d_out",
@@ -148,6 +156,8 @@ CAUSES = {cause.key: cause for cause in (
     Cause("weight_shape", "the weight matrices have shape (d_out, d_in) instead of (d_in, d_out)",
           "create them as torch.rand(d_in, d_out) (or nn.Linear(d_in, d_out)), so that they map d_in features "
           "to d_out", sig(init="shape", linear="swapped")),
+    Cause("project_one_token", "only one token is projected (the chapter's x_2 @ W_query example), not every token",
+          "multiply the whole input: x @ W_query gives the query of every token at once, shape (..., n, d_out)"),
     Cause("qk_swapped", "queries and keys are swapped",
           "queries = x @ W_query and keys = x @ W_key, returned as (queries, keys, values)"),
     Cause("projection_mixup", "a projection uses another projection's weight matrix",
@@ -195,6 +205,9 @@ CAUSES = {cause.key: cause for cause in (
           "write d_k**0.5 (or d_k**(1/2), or math.sqrt(d_k))", sig(rows="ok", temperature="half|twice")),
     Cause("context_transposed", "the context vectors use the transposed attention weights",
           "context vector i is sum_j weights[i, j] * values[j]: attn_weights @ values"),
+    Cause("context_own_value", "each context vector is its own token's value vector: weight[i, j] is paired with "
+          "value[i] instead of value[j] (a broadcast on the wrong axes?)",
+          "context vector i is sum_j weights[i, j] * values[j]: attn_weights @ values"),
     Cause("variance_over_dim", "the dot products are divided by dim instead of sqrt(dim)",
           "dividing q·k by sqrt(dim) divides its variance by dim"),
     Cause("variance_not_recomputed", "the variance is divided by sqrt(dim) instead of measured on the scaled "
@@ -229,10 +242,10 @@ CAUSES = {cause.key: cause for cause in (
           sig(nan="hidden_rows", temperature="ok")),
     Cause("zero_fill", "the masked scores are filled with 0 instead of -inf, so the future still gets weight",
           "fill the hidden scores with -torch.inf before the softmax",
-          sig(pattern="none", causality="leak", future_scores="ok", rows="ok")),
+          sig(pattern="none", causality="leak", future_scores="ok", rows="ok", renorm="ok")),
     Cause("no_mask", "the causal mask has no effect: the result of masked_fill is thrown away",
           "use masked_fill_ (in place) or assign the result: scores = scores.masked_fill(...)",
-          sig(pattern="none", causality="leak", future_scores="leak", rows="ok", temperature="ok")),
+          sig(pattern="none", causality="leak", future_scores="leak", rows="ok", temperature="ok", renorm="ok")),
     Cause("not_renormalised", "the rows are not renormalised after the future is zeroed",
           "divide each row by its sum (keepdim=True), or fill with -inf before the softmax",
           sig(rows="short", renorm="short", pattern="ok")),
@@ -240,6 +253,12 @@ CAUSES = {cause.key: cause for cause in (
           "masked / masked.sum(dim=-1, keepdim=True)"),
     Cause("renorm_columns", "the masked weights are divided by their column sums instead of their row sums",
           "divide each row by its own sum: masked / masked.sum(dim=-1, keepdim=True)", sig(renorm="axis")),
+    Cause("renorm_softmax", "the masked weights are renormalised with a second softmax, which gives the zeroed "
+          "future weight exp(0) again", "divide each row by its own sum: masked / masked.sum(dim=-1, keepdim=True)",
+          sig(renorm="softmax")),
+    Cause("mask_float", "causal_mask returns a float 0/1 mask, not a bool one",
+          "return a bool tensor (True = hidden): torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1), or "
+          "add .bool()"),
     Cause("no_softmax", "the softmax is missing: the (masked, scaled) scores are used as attention weights",
           "turn the scores into weights with torch.softmax(scores / sqrt(d_k), dim=-1)",
           sig(rows="raw", temperature="~other")),
@@ -256,6 +275,10 @@ CAUSES = {cause.key: cause for cause in (
     Cause("dropout_rescaled_twice", "dropout divides the survivors by (1-p) twice",
           "rescale once: the survivors are multiplied by 1/(1-p), no more",
           sig(rescale="twice", rate="ok", eval=EVAL_OFF)),
+    Cause("dropout_rescaled_outside", "the attention weights are divided by (1-p) outside dropout, which already "
+          "rescales its survivors: they are scaled in eval mode too, and twice while training",
+          "remove your own division: nn.Dropout multiplies the survivors by 1/(1-p), and only while training",
+          sig(rows="dropout")),
     Cause("dropout_keep_probability", "dropout takes p as the probability of keeping a weight",
           "p is the probability of dropping: keep a weight when rand >= p", sig(rate="keep")),
     Cause("dropout_same_mask", "dropout reuses the same mask on every call (a fixed seed inside?)",
@@ -293,10 +316,14 @@ CAUSES = {cause.key: cause for cause in (
     Cause("mask_not_buffer", "the mask is not a registered buffer, so it does not move with the module",
           "self.register_buffer('mask', torch.triu(...)) instead of a plain attribute",
           sig(mask_buffer="attribute|missing")),
-    Cause("dropout_before_softmax", "dropout is applied to the scores before the softmax (0 x -inf gives NaN)",
-          "apply self.dropout to the attention weights, after the softmax", sig(target="nan")),
+    Cause("mask_parameter", "the mask is an nn.Parameter, so an optimiser would train it",
+          "self.register_buffer('mask', torch.triu(...)): a buffer moves with the module but is not trained",
+          sig(mask_buffer="parameter")),
+    Cause("dropout_before_softmax", "dropout is applied to the scores before the softmax (a dropped score counts "
+          "as 0, and after the mask 0 x -inf gives NaN)",
+          "apply self.dropout to the attention weights, after the softmax", sig(target="nan|scores|~ok")),
     Cause("dropout_not_applied", "the dropout module is never applied to the attention weights",
-          "pass the attention weights through self.dropout right after the softmax", sig(rate="none")),
+          "pass the attention weights through self.dropout right after the softmax", sig(rate="none", target="~ok")),
     Cause("dropout_on_context", "dropout acts on the values, the context vectors or the output, not on the "
           "attention weights", "apply self.dropout to attn_weights, before attn_weights @ values",
           sig(target="outside")),
@@ -339,6 +366,8 @@ CAUSES = {cause.key: cause for cause in (
           "concatenate along the feature axis: torch.cat(..., dim=-1)"),
     Cause("stack_not_cat", "the heads' outputs are stacked on a new axis instead of concatenated",
           "torch.cat([head(x) for head in self.heads], dim=-1) joins them along the features"),
+    Cause("heads_summed", "the heads' outputs are added together instead of concatenated",
+          "concatenate them along the feature axis: torch.cat([head(x) for head in self.heads], dim=-1)"),
     Cause("first_head_only", "only one head's output is used",
           "concatenate the outputs of all heads: torch.cat([head(x) for head in self.heads], dim=-1)"),
     Cause("heads_reversed", "the heads are concatenated in reverse order",
@@ -484,7 +513,8 @@ SAME_MATRICES = re.compile(r"shapes cannot be multiplied \((\d+)x(\d+) and \1x\2
 # but found element of type float at pos 4").
 FLOAT_SIZE = re.compile(r"(?:view|reshape)\(\): argument 'size'[^\n]*?(?:at pos (\d+)[^\n]*?\bfloat\b|\bfloat\b at pos "
                         r"(\d+))")
-MISSING_PARAMETER = re.compile(r"^(?:heads\.\d+\.)?(W_query|W_key|W_value|out_proj)\.(weight|bias) is not an "
+# `W_query.weight` of an nn.Linear, or `W_query` itself (SelfAttention_v1's raw matrices: kind None, a weight).
+MISSING_PARAMETER = re.compile(r"^(?:heads\.\d+\.)?(W_query|W_key|W_value|out_proj)(?:\.(weight|bias))? is not an "
                                r"nn\.Parameter.*\(found (\w+)\)")
 WRONG_SHAPE = re.compile(r"^(?:heads\.\d+\.)?(W_query|W_key|W_value|out_proj)\.weight has shape \((\d+), (\d+)\), "
                          r"expected \((\d+), (\d+)\)")

@@ -6,8 +6,8 @@ import torch
 from .oracle import randn, suspects, weights_of
 
 from grader.check.causes import observation
-from grader.check.signatures import (mask_outcome, pattern_outcome, rows_outcome, scale_table,
-                                     temperature_observation)
+from grader.check.signatures import (mask_dtype_observations, mask_outcome, pattern_outcome, renorm_outcome,
+                                     rows_outcome, scale_table, temperature_observation)
 from grader.check.testing import (expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, fail,
                                   graded, named_crashes)
 
@@ -20,7 +20,8 @@ def test_mask_lengths(student):
     for n in range(9, 0, -1):  # longest first: for one token, hiding the diagonal and the past look the same
         with named_crashes():
             mask = expect_tensor(student.call("causal_mask", n), f"causal_mask({n})", shape=(n, n))
-        assert mask.dtype == torch.bool, f"causal_mask({n}) should be a bool tensor"
+        if mask.dtype != torch.bool:
+            fail(f"causal_mask({n}) should be a bool tensor, not {mask.dtype}", mask_dtype_observations(mask))
         expected = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
         wrong = mask != expected
         if wrong.any():
@@ -44,15 +45,16 @@ def renormalize_suspects(weights):
     found = [("not_renormalised", kept),
              ("mask_hides_diagonal", no_diagonal / no_diagonal.sum(-1, keepdim=True)),
              ("mask_past", renormalized(weights.transpose(-2, -1)).transpose(-2, -1)),
-             ("renorm_columns", kept / kept.sum(-2, keepdim=True))]
+             ("renorm_columns", kept / kept.sum(-2, keepdim=True)),
+             ("renorm_softmax", torch.softmax(kept, dim=-1))]
     if weights.dim() == 2:  # row sums without keepdim broadcast along the rows: column j / sum of row j
         found.append(("keepdim_missing", kept / kept.sum(-1)))
     return found
 
 
-def renorm_probes(got):
+def renorm_probes(got, weights):
     def probes():
-        found = [observation("renorm", rows_outcome(got, causal=True, probe="renorm"))]
+        found = [observation("renorm", renorm_outcome(got, weights))]
         pattern = pattern_outcome(got)
         return found + ([observation("pattern", pattern)] if pattern else [])
 
@@ -68,7 +70,7 @@ def test_renormalize(student):
             got = student.call("mask_and_renormalize", weights)
         expect_close(got, renormalized(weights), f"renormalised weights of shape {tuple(weights.shape)}",
                      device=student.device, picture="causal", suspects=renormalize_suspects(weights),
-                     probes=renorm_probes(got))
+                     probes=renorm_probes(got, weights))
 
 
 @graded("masking: mask_and_renormalize rows sum to one and the future is zero", weight=1)
@@ -76,9 +78,9 @@ def test_renormalize_properties(student):
     weights = torch.softmax(randn(2, 6, 6, seed=2), dim=-1)
     with named_crashes():
         got = expect_tensor(student.call("mask_and_renormalize", weights), "renormalised weights", shape=(2, 6, 6))
-    expect_future_hidden(got, "renormalised weights", student.device, observations=renorm_probes(got)())
+    expect_future_hidden(got, "renormalised weights", student.device, observations=renorm_probes(got, weights)())
     expect_rows_sum_to_one(got, "the renormalised weights", student.device, causal=True, probe="renorm",
-                           observations=renorm_probes(got)()[1:])
+                           observations=renorm_probes(got, weights)()[1:])
 
 
 def causal_probes(got, scores, d_k):

@@ -113,7 +113,7 @@ def test_concatenation(student):
                  suspects={"heads_reversed": torch.cat(heads[::-1], dim=-1),
                            "concat_tokens": torch.cat(heads, dim=1), "concat_batch": torch.cat(heads, dim=0),
                            "first_head_only": heads[0], "heads_shared": torch.cat([heads[-1]] * HEADS, dim=-1),
-                           "stack_not_cat": torch.stack(heads, dim=-1)},
+                           "stack_not_cat": torch.stack(heads, dim=-1), "heads_summed": sum(heads)},
                  probes=lambda: wrapper_observations(student))
 
 

@@ -60,7 +60,8 @@ def test_context(student):
         got = student.call("context_vectors", weights, values)
     expected = weights.double() @ values.double()
     expect_close(got, expected, "context vectors", device=student.device,
-                 suspects={"context_transposed": weights.double().transpose(-2, -1) @ values.double()})
+                 suspects={"context_transposed": weights.double().transpose(-2, -1) @ values.double(),
+                           "context_own_value": weights.double().sum(-1, keepdim=True) * values.double()})
 
 
 @graded("scaling: dot_product_variance grows with dim and scaling by sqrt(dim) undoes it", weight=1)

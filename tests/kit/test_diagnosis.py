@@ -177,3 +177,161 @@ def test_crashes_read_by_their_one_meaning(message, line, cause):
     when the failing line and the message single the mistake out (the same shapes on both sides of `@`)."""
     assert crash_cause({"type": "RuntimeError", "message": message, "location": f"a.py, line 3, in f: {line}"}) == \
         cause
+
+
+def describe_info(buffers=(), parameters=(), plain=None):
+    """A module's description (check.session.describe_module) with these buffers, parameters and plain tensors."""
+    return {"modules": {}, "buffers": {name: {"shape": [4, 4]} for name in buffers},
+            "parameters": {name: {"shape": [4, 4]} for name in parameters}, "plain_tensors": plain or {}}
+
+
+def test_a_module_that_keeps_no_mask_is_judged_by_its_behaviour_and_a_mask_kept_wrongly_fails():
+    """Before: a module without a `mask` buffer failed the structure checks ("missing": mask_not_buffer), also one
+    that builds its mask in forward on the input's device (correct on every device: the held-out variant
+    mask_on_the_fly). Now: a module that keeps no mask is left to the behaviour checks (the GPU run shows a mask
+    built on the default device); a mask kept as a plain attribute (under any name) or as an nn.Parameter fails
+    with its cause."""
+    from grader.check.signatures import mask_buffer_outcome
+    from tests.public.behaviour import expect_mask_kept_as_buffer
+
+    weights = ["W_query.weight", "W_key.weight", "W_value.weight"]
+    assert mask_buffer_outcome(describe_info(["mask"], weights)) == "ok"
+    assert mask_buffer_outcome(describe_info((), weights)) is None
+    assert mask_buffer_outcome(describe_info((), weights, {"scale": {"shape": []}})) is None  # a 0-d number
+    assert mask_buffer_outcome(describe_info((), weights, {"mask": {"shape": [4, 4]}})) == "attribute"
+    assert mask_buffer_outcome(describe_info((), weights, {"causal": {"shape": [4, 4]}})) == "attribute"
+    assert mask_buffer_outcome(describe_info((), [*weights, "mask"])) == "parameter"
+    assert name_cause([observation("mask_buffer", "attribute")]) == "mask_not_buffer"
+    assert name_cause([observation("mask_buffer", "parameter")]) == "mask_parameter"
+    assert expect_mask_kept_as_buffer(describe_info(["mask"], weights)) is True
+    assert expect_mask_kept_as_buffer(describe_info((), weights)) is False
+    for info in (describe_info((), weights, {"causal": {"shape": [4, 4]}}), describe_info((), [*weights, "mask"])):
+        with pytest.raises(AssertionError, match="registered buffer"):
+            expect_mask_kept_as_buffer(info)
+
+
+def test_a_second_softmax_after_masking_is_named_from_the_weights():
+    """Before: mask_and_renormalize(w) = softmax(w * visible) was told only "mask pattern (nothing is hidden)"
+    (no_mask or zero_fill: no cause). Now: the output is measured to be a softmax of the masked weights (renorm =
+    "softmax"), which names renorm_softmax and rules out the fill and mask faults of causal_attention_weights."""
+    import torch
+
+    from grader.check.signatures import renorm_outcome
+
+    weights = torch.softmax(torch.randn(2, 5, 5, generator=torch.Generator().manual_seed(0)), dim=-1)
+    kept = weights * torch.tril(torch.ones(5, 5))
+    assert renorm_outcome(torch.softmax(kept, dim=-1), weights) == "softmax"
+    assert renorm_outcome(kept / kept.sum(-1, keepdim=True), weights) == "ok"
+    assert renorm_outcome(kept, weights) == "short"
+    assert name_cause([observation("renorm", "softmax"), observation("pattern", "none")]) == "renorm_softmax"
+    assert name_cause([observation("pattern", "none"), observation("renorm", "ok"),
+                       observation("future_scores", "leak")]) == "no_mask"
+
+
+def test_a_float_mask_from_causal_mask_is_named():
+    """Before: "causal_mask should return a bool tensor" named no cause. Now: a floating-point 0/1 mask names
+    mask_float; another dtype or other values name nothing."""
+    import torch
+
+    from grader.check.signatures import mask_dtype_observations
+
+    mask = torch.triu(torch.ones(4, 4), diagonal=1)
+    assert name_cause(mask_dtype_observations(mask)) == "mask_float"
+    assert mask_dtype_observations(mask.bool()) == []
+    assert mask_dtype_observations(mask.long()) == []
+    assert mask_dtype_observations(mask * 2) == []
+
+
+def test_eval_weights_divided_by_one_minus_p_are_dropout_rescaled_outside_dropout():
+    """Before: nn.Dropout's output divided by (1-p) again by hand was told only "some weights are above one".
+    Now: eval-mode rows that all sum to 1/(1-p), for the module's dropout rate p, with the mask and the scale
+    right, are read as rows = "dropout": dropout_rescaled_outside. Other row sums, or a wrong pattern, keep their
+    reading."""
+    import torch
+
+    from grader.check.signatures import dropout_scaled_rows
+
+    scores = torch.randn(3, 5, 5, generator=torch.Generator().manual_seed(1))
+    future = torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1)
+    weights = torch.softmax(scores.masked_fill(future, -torch.inf), dim=-1)
+    found = [observation("rows", "raw"), observation("temperature", "ok"), observation("pattern", "ok")]
+    read = dropout_scaled_rows(found, weights / 0.7, 0.3)
+    assert read[0] == observation("rows", "dropout") and name_cause(read) == "dropout_rescaled_outside"
+    assert dropout_scaled_rows(found, weights / 0.5, 0.3) == found
+    wrong_pattern = found[:2] + [observation("pattern", "none")]
+    assert dropout_scaled_rows(wrong_pattern, weights / 0.7, 0.3) == wrong_pattern
+
+
+def test_one_token_projected_is_named():
+    """Before: project returning x[..., 1, :] @ W (the chapter's x_2 example) said only that the shape was wrong.
+    Now: each output equal to its own role's projection of one token names project_one_token."""
+    import torch
+
+    from grader.check.signatures import projection_observation
+
+    generator = torch.Generator().manual_seed(2)
+    x, weights = torch.randn(2, 4, 5, generator=generator), [torch.randn(5, 3, generator=generator) for _ in "qkv"]
+    second = tuple(x[..., 1, :] @ W for W in weights)
+    assert name_cause([projection_observation(second, x, weights)]) == "project_one_token"
+    assert name_cause([projection_observation(tuple(x @ W for W in weights), x, weights)]) is None
+    mixed = (x[..., 1, :] @ weights[0], x[..., 2, :] @ weights[1], x[..., 1, :] @ weights[2])
+    assert name_cause([projection_observation(mixed, x, weights)]) is None
+
+
+def test_raw_matrices_that_are_not_parameters_are_named():
+    """Before: SelfAttention_v1's `W_query is not an nn.Parameter ... (found Tensor)` (no `.weight`: the raw
+    matrix itself) named nothing. Now: weights_not_parameters, as for an nn.Linear's weight."""
+    error = {"type": "InjectionError", "message": "W_query is not an nn.Parameter of SelfAttention_v1 (found "
+             "Tensor); create it as the chapter does", "location": ""}
+    assert crash_cause(error) == "weights_not_parameters"
+    assert crash_cause(dict(error, message=error["message"].replace("Tensor", "NoneType"))) is None
+
+
+def test_heads_added_together_are_named_by_their_signature():
+    """Before: a wrapper that sums its heads' outputs said only that the shape was wrong. Now: the output equal
+    to the sum of the heads' outputs (a modelled join) names heads_summed."""
+    joins = ["heads_reversed", "concat_tokens", "concat_batch", "stack_not_cat", "first_head_only", "heads_summed"]
+    assert name_cause([observation("signature", matched=["heads_summed"], modelled=joins)]) == "heads_summed"
+
+
+def test_dropout_on_the_scores_before_the_mask_is_named_from_the_training_weights():
+    """Before: dropout on the raw scores, before the mask and the softmax, drops no weight to zero, and was told
+    "the dropout module is never applied" (rate "none"). Now: training weights that are exactly a softmax of the
+    scores with some zeroed and the rest divided by (1-p) read as target = "scores": dropout_before_softmax, which
+    rules dropout_not_applied out. Weights that do not change in training keep dropout_not_applied."""
+    import math
+
+    import torch
+
+    from grader.check.signatures import dropped_scores
+
+    generator, p, d_k = torch.Generator().manual_seed(3), 0.3, 4
+    scores = torch.randn(2, 5, 5, generator=generator, dtype=torch.float64) * 2
+    future = torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1)
+
+    def weights(of):
+        return torch.softmax((of / math.sqrt(d_k)).masked_fill(future, -torch.inf), dim=-1)
+
+    keep = torch.rand(8, 2, 5, 5, generator=generator) >= p
+    first, trained = weights(scores).expand(8, 2, 5, 5), weights(scores * keep / (1 - p))
+    assert dropped_scores(first, trained, scores, d_k, p)
+    assert not dropped_scores(first, first.clone(), scores, d_k, p)  # no dropout at all
+    assert not dropped_scores(first, weights(scores * keep / (1 - 0.5)), scores, d_k, p)  # another rescaling
+    seen = [observation("rate", "none"), observation("target", "ok"), observation("target", "scores")]
+    assert name_cause(seen) == "dropout_before_softmax"
+    assert name_cause([observation("rate", "none"), observation("target", "ok")]) == "dropout_not_applied"
+
+
+def test_context_vectors_that_are_each_tokens_own_value_are_named():
+    """Before: (w.unsqueeze(-1) * v.unsqueeze(-2)).sum(-2), which pairs weight[i, j] with value[i] and so gives
+    each token its own value vector, said only that the context vectors differ. Now: the hidden check models that
+    output (row sums times values) and a match names context_own_value."""
+    import torch
+
+    weights = torch.softmax(torch.randn(2, 5, 5, generator=torch.Generator().manual_seed(4)), dim=-1)
+    values = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(5))
+    broadcast = (weights.unsqueeze(-1) * values.unsqueeze(-2)).sum(dim=-2)
+    assert torch.allclose(broadcast, weights.sum(-1, keepdim=True) * values, atol=1e-6)
+    modelled = ["context_transposed", "context_own_value"]
+    assert name_cause([observation("signature", matched=["context_own_value"], modelled=modelled)]) == \
+        "context_own_value"

@@ -4,13 +4,15 @@
 process runs the student's code: a report can be patched to say anything. So a
 structure check passes only when the module also behaves as that structure
 must: each projection's weights change the output, dropout makes training
-differ from evaluation; and the mask is a registered buffer.
+differ from evaluation; and a mask the module keeps is a registered buffer. A module may also build its
+mask in forward (for the tokens it gets, on their device): then its outputs judge it, as they do everything.
 """
 
 import itertools
 
 import torch
 
+from grader.check.signatures import mask_buffer_outcome, plain_tensors_left_behind
 from grader.check.student import StudentError
 from grader.check.testing import expect_tensor, seeded
 
@@ -59,6 +61,22 @@ def expect_parts_used(module, what, x, weights, mask=True, first_token=None):
                 raise
             raise AssertionError("the mask should be a registered buffer (self.register_buffer('mask', ...)) so "
                                  "that it moves with the module to the GPU") from None
+
+
+def expect_mask_kept_as_buffer(info):
+    """Whether the module keeps a `mask` (the chapter's register_buffer('mask', ...)); an AssertionError where it
+    keeps one otherwise: as a plain attribute, .to(device) leaves it behind; as an nn.Parameter, it trains. A
+    module that keeps no mask builds it in forward, which the chapter allows as long as the outputs are right
+    on every device and for every length up to context_length: the behaviour checks judge that."""
+    outcome = mask_buffer_outcome(info)
+    if outcome == "parameter":
+        raise AssertionError("the mask should be a registered buffer (self.register_buffer('mask', ...)), not an "
+                             "nn.Parameter: an optimiser would train it")
+    if outcome == "attribute":
+        names = ", ".join(f"self.{name}" for name in plain_tensors_left_behind(info))
+        raise AssertionError("the mask should be a registered buffer (self.register_buffer('mask', ...)) so that "
+                             f"it moves with the module to the GPU, not a plain attribute ({names})")
+    return outcome == "ok"
 
 
 def first_token_changes(x, weights, p, heads):

@@ -6,7 +6,7 @@ from grader.check.book import CAUSAL_SEED123, book_batch, expect_book_batch
 from grader.check.signatures import Battery, Dims, battery_observations, module_observations
 from grader.check.testing import diagnosed, expect_tensor, fail, graded, once, seeded
 
-from .behaviour import expect_parts_used
+from .behaviour import expect_mask_kept_as_buffer, expect_parts_used
 
 # A printout check weighs little: its printed values could be returned without any of the work. The
 # step's property checks carry its points instead (a step's weights add up to its points).
@@ -55,13 +55,11 @@ def check_structure(student):
     dropout = modules.get("dropout")
     assert dropout and "p" in dropout, "self.dropout should be an nn.Dropout"
     assert abs(dropout["p"] - 0.1) < 1e-9, f"self.dropout has p={dropout['p']}, expected the dropout argument 0.1"
-    assert "mask" in info["buffers"], (
-        "the mask should be a registered buffer (self.register_buffer('mask', ...)) so that it moves "
-        "with the module to the GPU" + (", not a plain attribute" if "mask" in info["plain_tensors"] else ""))
+    buffer = expect_mask_kept_as_buffer(info)
     with seeded(1):
         x = torch.randn(8, 8, 5)  # context_length tokens
         weights = {f"{role}.weight": torch.randn(4, 5) * 0.5 for role in ("W_query", "W_key", "W_value")}
-    expect_parts_used(module, "CausalAttention", x, weights, first_token=(0.1, 1))
+    expect_parts_used(module, "CausalAttention", x, weights, mask=buffer, first_token=(0.1, 1))
 
 
 @graded("causal_attention: attention weights sum to one, hide exactly the future and use sqrt(d_k)", weight=1)

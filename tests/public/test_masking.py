@@ -4,8 +4,9 @@ import torch
 from grader.check.book import BOOK_ATOL, SEED789_MASKED_WEIGHTS, SEED789_SCORES_LOWER, SEED789_WEIGHTS
 
 from grader.check.causes import observation
-from grader.check.signatures import (future_scores_observation, mask_outcome, pattern_outcome, rows_outcome,
-                                     scale_table, temperature_observation, temperature_outcome)
+from grader.check.signatures import (future_scores_observation, mask_dtype_observations, mask_outcome,
+                                     pattern_outcome, renorm_outcome, rows_outcome, scale_table,
+                                     temperature_observation, temperature_outcome)
 from grader.check.student import StudentError
 from grader.check.testing import (diagnosed, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, fail, graded,
                                   once, seeded)
@@ -20,7 +21,7 @@ def renorm_probes(student, weights):
     def probes():
         got = student.call("mask_and_renormalize", weights)
         pattern = pattern_outcome(got)
-        return ([observation("renorm", rows_outcome(got, causal=True, probe="renorm"))]
+        return ([observation("renorm", renorm_outcome(got, weights))]
                 + ([observation("pattern", pattern)] if pattern else []))
 
     return probes
@@ -73,7 +74,9 @@ def test_causal_mask(student):
     with diagnosed(lambda: []):
         mask = student.call("causal_mask", 6)
     mask = expect_tensor(mask, "causal_mask(6)", shape=(6, 6))
-    assert mask.dtype == torch.bool, f"causal_mask should return a bool tensor, yours is {mask.dtype}; use .bool()"
+    if mask.dtype != torch.bool:
+        fail(f"causal_mask should return a bool tensor, yours is {mask.dtype}; use .bool()",
+             mask_dtype_observations(mask))
     for i in range(6):
         for j in range(6):
             if bool(mask[i, j]) != (j > i):

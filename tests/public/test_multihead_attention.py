@@ -8,7 +8,7 @@ from grader.check.signatures import Battery, Dims, battery_observations, module_
 from grader.check.student import StudentError
 from grader.check.testing import diagnosed, expect_tensor, fail, graded, once, seeded
 
-from .behaviour import expect_parts_used
+from .behaviour import expect_mask_kept_as_buffer, expect_parts_used
 
 # A printout check weighs little: its printed values could be returned without any of the work. The
 # step's property checks carry its points instead (a step's weights add up to its points).
@@ -70,12 +70,12 @@ def check_structure(student):
     dropout = modules.get("dropout")
     assert dropout and "p" in dropout and abs(dropout["p"] - 0.2) < 1e-9, (
         "self.dropout should be nn.Dropout(dropout)")
-    assert "mask" in info["buffers"], "the mask should be a registered buffer (self.register_buffer('mask', ...))"
+    buffer = expect_mask_kept_as_buffer(info)
     with seeded(1):
         x = torch.randn(8, 9, 5)  # context_length tokens
         weights = {f"{role}.weight": torch.randn(8, 5) * 0.5 for role in ("W_query", "W_key", "W_value")}
         weights["out_proj.weight"] = torch.randn(8, 8) * 0.5
-    expect_parts_used(module, "MultiHeadAttention", x, weights, first_token=(0.2, 2))
+    expect_parts_used(module, "MultiHeadAttention", x, weights, mask=buffer, first_token=(0.2, 2))
 
 
 @graded("multihead_attention: every head's weights sum to one, hide exactly the future and use sqrt(head_dim)",

@@ -282,6 +282,26 @@ def future_scores_observation(weights, moved, scores, d_k):
                                                         "whatever they were")]
 
 
+def renorm_outcome(got, weights):
+    """The renorm probe on mask_and_renormalize(weights) = `got`: its row sums (rows_outcome), or "softmax" where
+    `got` is a softmax of the masked weights (the zeroed future gets exp(0) again, whatever the row sums say)."""
+    outcome = rows_outcome(got, causal=True, probe="renorm")
+    got, weights = as_double(got), as_double(weights)
+    if got is None or weights is None or got.shape != weights.shape or weights.dim() < 2 or weights.shape[-1] < 3:
+        return outcome
+    n = weights.shape[-1]
+    again = torch.softmax(weights * torch.tril(torch.ones(n, n, dtype=torch.float64)), dim=-1)
+    return "softmax" if torch.allclose(got, again, rtol=1e-4, atol=1e-6) else outcome
+
+
+def mask_dtype_observations(mask):
+    """[the mask_float cause] when causal_mask returned a floating-point tensor of zeros and ones, else []."""
+    mask = mask if isinstance(mask, torch.Tensor) else None
+    if mask is None or not mask.is_floating_point() or mask.numel() == 0:
+        return []
+    return [observation("cause", "mask_float")] if bool(((mask == 0) | (mask == 1)).all()) else []
+
+
 def mask_values_outcome(mask):
     """What a module's registered mask holds, read only when every row of its weights is NaN: set everywhere
     ("all": the mask hides everything), or the chapter's triu(ones, diagonal=1) ("ok": the NaN comes from
@@ -410,9 +430,23 @@ def dropout_module_outcome(info, p, path="dropout"):
 
 
 def mask_buffer_outcome(info, path="mask"):
+    """How a module keeps its `mask`: a buffer ("ok"), an nn.Parameter, which trains ("parameter"), or a plain
+    tensor attribute, which .to(device) leaves behind ("attribute": `mask`, or, without a `mask` buffer, any
+    plain tensor of the module with an axis, under whatever name). A module that keeps none builds its mask in
+    forward, as it may: its outputs judge it (and, on a GPU, its device), not this probe (None)."""
     if path in info["buffers"]:
         return "ok"
-    return "attribute" if path in info["plain_tensors"] else "missing"
+    if path in info["parameters"]:
+        return "parameter"
+    return "attribute" if plain_tensors_left_behind(info, path) else None
+
+
+def plain_tensors_left_behind(info, path="mask"):
+    """The plain tensor attributes of the module at `path`'s level that could be its mask (`path` itself, or any
+    with an axis: a number kept as a 0-d tensor works on every device)."""
+    owner = path.rpartition(".")[0]
+    return sorted(name for name, entry in info["plain_tensors"].items()
+                  if name.rpartition(".")[0] == owner and (name == path or entry["shape"]))
 
 
 def out_proj_outcome(info, d_out, head_dim):
@@ -656,6 +690,55 @@ def weight_observations(weights, scores, dims, causal):
     return found
 
 
+def dropped_scores(first, trained, scores, d_k, p, tolerance=1e-3):
+    """Whether training-mode causal weights (b, heads, n, n), which differ from eval mode's (`first`), are exactly a
+    softmax of the scores (heads, n, n) of which some were zeroed and the rest divided by (1-p): dropout on the
+    scores before the mask and the softmax. Row by row, log w_ij + L_i must be s_ij / ((1-p) sqrt(d_k)) or 0
+    for one constant L_i; both cases must occur. Random scores leave no other reading."""
+    first, trained, scores = as_double(first), as_double(trained), as_double(scores)
+    if first is None or trained is None or scores is None or trained.dim() != 4 or first.shape != trained.shape:
+        return False
+    if not bool(torch.isfinite(trained).all()) or torch.allclose(first, trained, atol=1e-6):
+        return False
+    n = trained.shape[-1]
+    if n < 3 or scores.shape[-2:] != (n, n) or scores.shape[0] != trained.shape[1]:
+        return False
+    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    if bool((trained[..., future].abs() > 1e-7).any()) or bool((trained[..., ~future] <= 0).any()):
+        return False
+    kept = (scores / ((1 - p) * math.sqrt(d_k))).expand_as(trained)
+    logs = trained.log()
+    seen = {"kept": False, "dropped": False}
+    for row in range(1, n):  # the first row has one visible weight: 1 whatever was dropped
+        c, a = logs[..., row, : row + 1].reshape(-1, row + 1), kept[..., row, : row + 1].reshape(-1, row + 1)
+        for line_c, line_a in zip(c, a):
+            fits = [shift for shift in torch.cat([line_a - line_c, -line_c])
+                    if bool((((line_c + shift - line_a).abs() < tolerance) | ((line_c + shift).abs() < tolerance))
+                            .all())]
+            if not fits:
+                return False
+            as_kept = (line_c + fits[0] - line_a).abs() < tolerance
+            as_dropped = ((line_c + fits[0]).abs() < tolerance) & (line_a.abs() > 10 * tolerance)
+            seen["kept"] |= bool(as_kept.any())
+            seen["dropped"] |= bool((as_dropped & ~as_kept).any())
+    return seen["kept"] and seen["dropped"]
+
+
+def dropout_scaled_rows(found, weights, p):
+    """`found` with its row-sum observation read again for eval-mode weights of a module built with dropout rate
+    `p`: rows that all sum to 1/(1-p), where the mask and the softmax's scale are right, are weights divided by
+    (1-p) outside dropout ("dropout")."""
+    weights = as_double(weights)
+    if weights is None or weights.dim() < 2 or not 0 < p < 1 or not bool(torch.isfinite(weights).all()):
+        return found
+    if any(item.get("probe") in ("pattern", "temperature") and item.get("outcome") != "ok" for item in found):
+        return found
+    sums = weights.sum(dim=-1)
+    if not bool(((sums * (1 - p) - 1).abs() <= ROW_TOL).all()):
+        return found
+    return [observation("rows", "dropout") if item.get("probe") == "rows" else item for item in found]
+
+
 class Battery:
     """Runs probes on a student's module and collects their observations; a probe whose call crashes adds
     the crash's observation (when it has one meaning) and stops only itself."""
@@ -801,7 +884,8 @@ class Battery:
         def look():
             weights, scores, module = self.weights(causal=causal)
             if weights is not None:
-                self.observations += weight_observations(weights, scores, self.dims, causal)
+                self.observations += dropout_scaled_rows(weight_observations(weights, scores, self.dims, causal),
+                                                         weights, SHARED_P)
                 if causal and nan_outcome(weights) == "all":
                     self.add("mask_values", mask_values_outcome(module.state().get("mask")))
 
@@ -996,6 +1080,8 @@ class Battery:
             zero = (trained.abs() < 1e-7) & active
             rate = zero.sum().item() / active.sum().item()
             self.add("rate", rate_outcome(rate, p, 0.08))
+            if rate == 0 and dropped_scores(first, trained, scores, dims.head_dim, p):
+                self.add("target", "scores")
             survivors = active & ~zero
             if rate > 0 and bool(survivors.any()):
                 ratio = (trained[survivors] / first[survivors])
@@ -1080,10 +1166,27 @@ def module_observations(student, name, dims, causal=True, dropout=False, stand_i
     return battery_observations(student, name, dims, parts, causal=causal, stand_in_heads=stand_in_heads)
 
 
+def one_token_projected(result, x, weights):
+    """Whether each of project's outputs is x[..., i, :] @ W of its own role for one token i (the same for all
+    three): the chapter's single-token example (x_2 @ W_query) in place of every token."""
+    x = as_double(x)
+    if x is None or x.dim() < 2 or x.shape[-2] < 2 or len(result) != 3:
+        return False
+    for token in range(x.shape[-2]):
+        wants = [x[..., token, :] @ W.double() for W in weights]
+        gots = [as_double(got) for got in result]
+        if all(got is not None and got.shape == want.shape and (got - want).abs().max().item() < 1e-4
+               for got, want in zip(gots, wants)):
+            return True
+    return False
+
+
 def projection_observation(result, x, weights):
     """Which weight each of project's three outputs used: queries and keys swapped, another role's weight,
     or W.T (square weights only) are the known mistakes."""
-    modelled = ("qk_swapped", "projection_mixup", "weight_transposed")
+    modelled = ("qk_swapped", "projection_mixup", "weight_transposed", "project_one_token")
+    if one_token_projected(result, x, weights):
+        return observation("signature", matched=("project_one_token",), modelled=modelled)
     found = []
     for got in result:
         source = None
@@ -1148,7 +1251,7 @@ def wrapper_observations(student, d_in, d_out, context, heads, seed=9):
             return found
         joins = {"heads_reversed": torch.cat(outputs[::-1], dim=-1), "concat_tokens": torch.cat(outputs, dim=1),
                  "concat_batch": torch.cat(outputs, dim=0), "stack_not_cat": torch.stack(outputs, dim=-1),
-                 "first_head_only": outputs[0]}
+                 "first_head_only": outputs[0], "heads_summed": sum(outputs)}
         matched = [cause for cause, joined in joins.items()
                    if joined.shape == out.shape and torch.allclose(joined, out, atol=1e-5)]
         return found + [observation("signature", matched=matched, modelled=joins)]
