@@ -1,0 +1,341 @@
+"""Attention mechanisms, step by step: your working copy.
+
+Fill in every function or method that raises NotImplementedError. Keep the
+names and signatures exactly: the autograder calls them by name.
+Check one step with `python check.py projection` (see README.md).
+This file was generated from the course's solutions; your edits are yours.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+# %% step: projection
+
+
+def init_qkv_weights(d_in, d_out):
+    """Draw the query, key and value weight matrices, in that order.
+
+    Each is a `(d_in, d_out)` tensor drawn with `torch.rand` (the caller seeds
+    the generator, so the order of the three draws matters).
+    Returns the tuple `(W_query, W_key, W_value)`.
+    """
+    # TODO: Implement for Step 1 (projection).
+    W_query = torch.rand(d_in, d_out)
+    W_key   = torch.rand(d_in, d_out)
+    W_value = torch.rand(d_in, d_out)
+    return W_query, W_key, W_value
+
+
+def project(x, W_query, W_key, W_value):
+    """Project inputs `x` of shape `(..., n, d_in)` to queries, keys and values.
+
+    Returns `(queries, keys, values)`, each of shape `(..., n, d_out)`.
+    """
+    # TODO: Implement for Step 1 (projection).
+    queries = x @ W_query
+    keys = x @ W_key
+    values = x @ W_value
+    return queries, keys, values
+
+
+# %% step: scaling
+
+
+def attention_scores(queries, keys):
+    """Unnormalised attention scores: the dot product of every query with every key.
+
+    `queries` and `keys` have shape `(..., n, d_k)`; the result has shape
+    `(..., n, n)` with entry `[i, j]` = query i · key j.
+    """
+    # TODO: Implement for Step 2 (scaling).
+    attn_scores = queries @ keys.transpose(-2, -1) #omega
+    return attn_scores
+
+
+def scaled_attention_weights(scores, d_k):
+    """Softmax of `scores / sqrt(d_k)` over the last axis (each row sums to one)."""
+    # TODO: Implement for Step 2 (scaling).
+    attn_weights = torch.softmax(scores / d_k**0.5, dim=-1)
+    return attn_weights
+
+
+def context_vectors(attn_weights, values):
+    """Each context vector is the attention-weighted sum of the value vectors."""
+    # TODO: Implement for Step 2 (scaling).
+    context_vec = attn_weights @ values
+    return context_vec
+
+
+def dot_product_variance(dim, num_trials=1000, seed=0):
+    """Why we scale: the variance of q·k before and after dividing by sqrt(dim).
+
+    Draw `num_trials` pairs of standard-normal vectors q, k of length `dim`
+    (from a generator seeded with `seed`) and return the pair of floats
+    `(variance_before, variance_after)`: the variance of q·k and of q·k / sqrt(dim).
+    """
+    # TODO: Implement for Step 2 (scaling).
+    g = torch.Generator().manual_seed(seed)
+    dot_products = []
+    scaled_dot_products = []
+
+    # Generate multiple random vectors and compute the products
+    for _ in range(num_trials):
+        q = torch.randn(dim, generator=g, dtype=torch.float64)
+        k = torch.randn(dim, generator=g, dtype=torch.float64)
+
+        # Compute dot product
+        dot_product = torch.dot(q, k)
+        dot_products.append(dot_product)
+
+        # Scale the dot product by sqrt(dim)
+        scaled_dot_product = dot_product / math.sqrt(dim)
+        scaled_dot_products.append(scaled_dot_product)
+
+    # Calculate the variance of the dot products
+    variance_before_scaling = torch.stack(dot_products).var(unbiased=False).item()
+    variance_after_scaling = torch.stack(scaled_dot_products).var(unbiased=False).item()
+
+    return variance_before_scaling, variance_after_scaling
+
+
+class SelfAttention_v1(nn.Module):
+    """Self-attention with raw `nn.Parameter` weight matrices of shape `(d_in, d_out)`.
+
+    Takes one sequence `x` of shape `(n, d_in)` and returns `(n, d_out)`.
+    """
+
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        # TODO: Implement for Step 2 (scaling).
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key   = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+
+    def forward(self, x):
+        # TODO: Implement for Step 2 (scaling).
+        queries = x @ self.W_query
+        keys = x @ self.W_key
+        values = x @ self.W_value
+
+        attn_scores = queries @ keys.T #omega
+        attn_weights = torch.softmax(
+            attn_scores / keys.shape[-1]**0.5, dim=-1
+        )
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+class SelfAttention_v2(nn.Module):
+    """Self-attention with `nn.Linear` projections (bias only if `qkv_bias`).
+
+    Takes one sequence `x` of shape `(n, d_in)` and returns `(n, d_out)`.
+    """
+
+    def __init__(self, d_in, d_out, qkv_bias=False):
+        super().__init__()
+        # TODO: Implement for Step 2 (scaling).
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key   = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x):
+        # TODO: Implement for Step 2 (scaling).
+        queries = self.W_query(x)
+        keys = self.W_key(x)
+        values = self.W_value(x)
+
+        attn_scores = queries @ keys.T #omega
+        attn_weights = torch.softmax(
+            attn_scores / keys.shape[-1]**0.5, dim=-1
+        )
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+# %% step: masking
+
+
+def causal_mask(context_length):
+    """Boolean `(n, n)` mask that is True where a position is hidden.
+
+    Token i may look at tokens 0..i, so everything strictly above the
+    diagonal is hidden.
+    """
+    # TODO: Implement for Step 3 (masking).
+    mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)
+    return mask.bool()
+
+
+def mask_and_renormalize(attn_weights):
+    """Zero the future in already-normalised weights `(..., n, n)`, then renormalise each row."""
+    # TODO: Implement for Step 3 (masking).
+    context_length = attn_weights.shape[-1]
+    mask_simple = torch.tril(torch.ones(context_length, context_length))
+    masked_simple = attn_weights * mask_simple
+    row_sums = masked_simple.sum(dim=-1, keepdim=True)
+    masked_simple_norm = masked_simple / row_sums
+    return masked_simple_norm
+
+
+def causal_attention_weights(scores, d_k):
+    """Fill the future of `scores` `(..., n, n)` with -inf, then take the scaled softmax."""
+    # TODO: Implement for Step 3 (masking).
+    context_length = scores.shape[-1]
+    mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)
+    masked = scores.masked_fill(mask.bool(), -torch.inf)
+    attn_weights = torch.softmax(masked / d_k**0.5, dim=-1)
+    return attn_weights
+
+
+# %% step: dropout
+
+
+def attention_dropout(attn_weights, p, training=True):
+    """Inverted dropout on the attention weights, as `nn.Dropout(p)` does it.
+
+    While training, each weight is zeroed with probability `p` and the
+    survivors are multiplied by `1 / (1 - p)`; when not training, the weights
+    come back unchanged.
+    """
+    # TODO: Implement for Step 4 (dropout).
+    if not training:
+        return attn_weights
+    if p == 1:
+        return torch.zeros_like(attn_weights)
+    keep = (torch.rand_like(attn_weights) >= p).float()
+    return attn_weights * keep / (1 - p)
+
+
+# %% step: causal_attention
+
+
+class CausalAttention(nn.Module):
+    """Single-head causal self-attention with dropout on the attention weights.
+
+    Input `(b, n, d_in)` with `n <= context_length`; output `(b, n, d_out)`.
+    The checks read the chapter's attributes: `W_query`, `W_key`, `W_value`
+    (`nn.Linear(d_in, d_out, bias=qkv_bias)`), `dropout` (`nn.Dropout`), and the
+    causal mask as a buffer named `mask` (`self.register_buffer`: it moves with
+    the module to the GPU).
+    """
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        # TODO: Implement for Step 5 (causal_attention).
+        self.d_out = d_out
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key   = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer('mask', torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        # TODO: Implement for Step 5 (causal_attention).
+        batch_size, num_tokens, d_in = x.shape
+        queries = self.W_query(x)
+        keys = self.W_key(x)
+        values = self.W_value(x)
+
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(
+            self.mask.bool()[:num_tokens, :num_tokens], -torch.inf
+        )
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+# %% step: mha_wrapper
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    """`num_heads` independent `CausalAttention` heads whose outputs are concatenated.
+
+    Output `(b, n, num_heads * d_out)`.
+    """
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        # TODO: Implement for Step 6 (mha_wrapper).
+        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
+             for _ in range(num_heads)]
+        )
+
+    def forward(self, x):
+        # TODO: Implement for Step 6 (mha_wrapper).
+        return torch.cat([head(x) for head in self.heads], dim=-1)
+
+
+# %% step: multihead_attention
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head causal attention with one projection per role, split into heads.
+
+    `d_out` must be divisible by `num_heads`; each head works on
+    `head_dim = d_out // num_heads` features. Output `(b, n, d_out)`.
+    The checks read the chapter's attributes: `W_query`, `W_key`, `W_value`
+    (`nn.Linear(d_in, d_out, bias=qkv_bias)`), `out_proj` (`nn.Linear(d_out, d_out)`),
+    `dropout` (`nn.Dropout`), and the causal mask as a buffer named `mask`.
+    """
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        # TODO: Implement for Step 7 (multihead_attention).
+        assert (d_out % num_heads == 0), "d_out must be divisible by num_heads"
+
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads # Reduce the projection dim to match desired output dim
+
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key   = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out) # Linear layer to combine head outputs
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer('mask', torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        # TODO: Implement for Step 7 (multihead_attention).
+        batch_size, num_tokens, d_in = x.shape
+
+        keys = self.W_key(x) # Shape: (b, num_tokens, d_out)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+
+        # We implicitly split the matrix by adding a `num_heads` dimension
+        # Unroll last dim: (b, num_tokens, d_out) -> (b, num_tokens, num_heads, head_dim)
+        keys = keys.view(batch_size, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(batch_size, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.view(batch_size, num_tokens, self.num_heads, self.head_dim)
+
+        # Transpose: (b, num_tokens, num_heads, head_dim) -> (b, num_heads, num_tokens, head_dim)
+        keys = keys.transpose(1, 2)
+        queries = queries.transpose(1, 2)
+        values = values.transpose(1, 2)
+
+        # Compute scaled dot-product attention (aka self-attention) with a causal mask
+        attn_scores = queries @ keys.transpose(2, 3)  # Dot product for each head
+
+        # Original mask truncated to the number of tokens and converted to boolean
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+
+        # Use the mask to fill attention scores
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+
+        # Shape: (b, num_tokens, num_heads, head_dim)
+        context_vec = (attn_weights @ values).transpose(1, 2)
+
+        # Combine heads, where self.d_out = self.num_heads * self.head_dim
+        context_vec = context_vec.contiguous().view(batch_size, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec) # optional projection
+
+        return context_vec
