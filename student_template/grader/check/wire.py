@@ -14,7 +14,7 @@ import math
 import re
 import struct
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 
 import numpy as np
 import torch
@@ -455,9 +455,23 @@ class Operation:
     doc: str
     # Carried out by check.session.Session (op_<name>); else by the worker's loop around it (load, stop).
     session: bool = True
+    _allowed: frozenset[str] = dataclass_field(init=False, repr=False, compare=False, default=frozenset())
+    _required: frozenset[str] = dataclass_field(init=False, repr=False, compare=False, default=frozenset())
+
+    def __post_init__(self) -> None:
+        # Decided once: every request of a grading is parsed twice (built by the judge, read by the worker).
+        object.__setattr__(self, "_allowed", frozenset(self.fields) | {"op"})
+        object.__setattr__(self, "_required", frozenset(field for field, default in self.fields.items()
+                                                        if default is _REQUIRED))
 
     def parse(self, request: dict[str, object]) -> dict[str, object]:
         """`request` with every optional field present (its default where it was left out)."""
+        keys = request.keys()
+        if keys <= self._allowed and keys >= self._required:  # sound: its fields in their declared order
+            parsed = {"op": self.name, **self.fields}
+            parsed.update(request)
+            parsed["op"] = self.name
+            return parsed
         extra = sorted(set(request) - set(self.fields) - {"op"})
         missing = [field for field, default in self.fields.items() if default is _REQUIRED and field not in request]
         if extra or missing:
