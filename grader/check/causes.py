@@ -70,6 +70,8 @@ PROBES = {
         "uniform": "it is what uniform q and k give", "other": "it is not about dim"}),
     "batch_size": ("batch sizes", {"tokens": "only a batch of as many sequences as tokens runs: the mask is sized "
                                             "from the batch axis"}),
+    "batch_order": ("axes of x", {"swapped": "the output has shape (n, b, d_out), and is right when b == n: the "
+                                              "batch and token axes of x are swapped"}),
     "value_path": ("values", {"other": "they do not come from W_value alone"}),
     "causality": ("causality", {"leak": "changing future tokens changes earlier outputs"}),
     "future_scores": ("future scores", {"leak": "changing the scores of future positions changes the weights"}),
@@ -397,6 +399,9 @@ CAUSES = {cause.key: cause for cause in (
     Cause("out_proj_activation", "the output projection is followed by an activation",
           "return what out_proj gives as it is: attention has no non-linearity after out_proj"),
     Cause("head_dim_wrong", "head_dim is not d_out // num_heads", "head_dim = d_out // num_heads"),
+    Cause("shape_unpacked_swapped", "x.shape is unpacked with the batch and token axes swapped (the number of "
+          "tokens taken from axis 0)", "x has shape (b, num_tokens, d_in): the batch axis comes first",
+          sig(batch_order="swapped")),
     Cause("no_divisibility_check", "d_out is not checked to be divisible by num_heads",
           "assert d_out % num_heads == 0 (or raise ValueError) in __init__"),
 )}

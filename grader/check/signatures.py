@@ -886,6 +886,8 @@ class Battery:
             if weights is not None:
                 self.observations += dropout_scaled_rows(weight_observations(weights, scores, self.dims, causal),
                                                          weights, SHARED_P)
+            elif self.name in ("CausalAttention", "MultiHeadAttention"):
+                self.batch_order(module, causal)
                 if causal and nan_outcome(weights) == "all":
                     self.add("mask_values", mask_values_outcome(module.state().get("mask")))
 
@@ -914,6 +916,25 @@ class Battery:
         self.run(look)
         self.run(future_keys)
         return self.run(self.value_path)
+
+    def batch_order(self, module, causal):
+        """A module whose output for (b, n, d_in) has shape (n, b, d_out) (b != n) and whose attention weights,
+        read through a batch of as many sequences as tokens (where the two orders coincide), are right in every
+        respect the probes read: x.shape was unpacked as (num_tokens, b, d_in). Those right readings are kept
+        too: they rule out the mask and scale faults that the scrambled outputs seem to show."""
+        dims = self.dims
+        if dims.batch == dims.n:
+            return
+        out = as_double(module.forward(one_hot_tokens(dims.batch, dims.n, dims.d_in)))
+        if out is None or tuple(out.shape) != (dims.n, dims.batch, dims.d_out):
+            return
+        weights, scores, _ = self.weights(causal=causal, module=module, batch=dims.n)
+        if weights is None:
+            return
+        found = weight_observations(weights, scores, dims, causal)
+        read = {item["probe"] for item in found}
+        if {"rows", "temperature"} <= read and all(item.get("outcome") == "ok" for item in found):
+            self.observations += found + [observation("batch_order", "swapped")]
 
     def heads_layout(self):
         """Multi-head attention with zero queries and keys (equal scores: each token averages the values of

@@ -335,3 +335,14 @@ def test_context_vectors_that_are_each_tokens_own_value_are_named():
     modelled = ["context_transposed", "context_own_value"]
     assert name_cause([observation("signature", matched=["context_own_value"], modelled=modelled)]) == \
         "context_own_value"
+
+
+def test_batch_and_token_axes_unpacked_the_wrong_way_are_named():
+    """Before: `num_tokens, b, d_in = x.shape` in MultiHeadAttention (an output of shape (n, b, d_out), right when
+    b == n) was told only that information leaks from the future (no cause: three mask faults read that). Now:
+    the battery reads the weights through a batch of as many sequences as tokens; when they are right there, it
+    keeps those readings (they rule the mask faults out) and batch_order = "swapped" names the unpacking."""
+    leak = [observation("causality", "leak"), observation("batch", "mixed")]
+    assert name_cause(leak) is None
+    square = [observation("rows", "ok"), observation("temperature", "ok"), observation("pattern", "ok")]
+    assert name_cause(leak + square + [observation("batch_order", "swapped")]) == "shape_unpacked_swapped"
