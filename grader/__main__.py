@@ -2,6 +2,7 @@ import atexit
 import os
 import sys
 
+from grader import stopping
 from grader.cli import main
 
 
@@ -11,8 +12,9 @@ def exit_quickly(code):
     `python -c "import torch"`), and nothing after the handlers needs it."""
     run_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; elsewhere exit the usual way
     if run_handlers is None:
-        sys.exit(code)
+        sys.exit(stopping.late_exit(code))
     run_handlers()
+    code = stopping.late_exit(code)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -734,4 +734,5 @@ def main(argv=None):
               "writable) and run the same command again, it grades only what is missing", file=sys.stderr)
         return 1
     finally:
+        stopping.hold()  # the command's records are written (or it stopped): a later signal is kept, not raised
         args.held.close()

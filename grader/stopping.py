@@ -13,6 +13,7 @@ inherits the handlers and keeps a flag of its own.
 
 import os
 import signal
+import sys
 import threading
 import time
 
@@ -32,6 +33,7 @@ _requested = threading.Event()
 class _Received:
     number: int | None = None  # the first stopping signal's number
     at: float = 0.0  # when it came (time.monotonic)
+    holding: bool = False  # the command has returned: a stop is kept, never raised (`hold`)
 
 
 class Stopped(BaseException):
@@ -93,15 +95,33 @@ def _on_signal(number, frame):
         os._exit(128 + number)  # a second signal: the user insists
     _Received.number, _Received.at = number, time.monotonic()
     _requested.set()
-    if _importing(frame):
-        return  # the stop is kept; the command's next `check()` (after its imports) raises it
+    if _Received.holding or _importing(frame):
+        return  # the stop is kept; the command's next `check()` (after its imports) raises it, or `late_exit`
     raise Stopped(number)
+
+
+def hold():
+    """The command has returned, every record it writes written: from here on (the exit handlers closing
+    workers and fork servers) a stop is kept, never raised. Raised inside an exit handler it was a traceback
+    Python ignores, and the run exited 0 as if nothing had come."""
+    _Received.holding = True
+
+
+def late_exit(code):
+    """The exit code of a command that returned `code` and may have been stopped after (see `hold`): a stop
+    that came is still the run's end by a signal (128 + its number), said in one line, nothing lost."""
+    if not _requested.is_set() or code != 0:
+        return code
+    print(f"stopped by {name_of(_Received.number)} after every record of this run was written: nothing is lost",
+          file=sys.stderr, flush=True)
+    return Stopped().exit_code
 
 
 def install():
     """Handle SIGINT, SIGTERM and SIGHUP as a clean stop (main thread only). A signal this process was started
     ignoring stays ignored: `nohup make grade` must survive the hang-up, and a job started in the background of
     a script ignores Ctrl-C."""
+    _Received.holding = False
     for number in SIGNALS:
         if signal.getsignal(number) != signal.SIG_IGN:
             signal.signal(number, _on_signal)
@@ -110,4 +130,4 @@ def install():
 def reset():
     """Forget a stop (tests that stop a run in-process, then grade again)."""
     _requested.clear()
-    _Received.number, _Received.at = None, 0.0
+    _Received.number, _Received.at, _Received.holding = None, 0.0, False

@@ -203,3 +203,26 @@ def test_a_stop_during_an_import_waits_for_the_import_to_finish():
                           preexec_fn=as_typed)
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert done.stdout.split("\n")[:2] == ["imported True True", "stopped after the import 143"]
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_after_the_last_record_ends_the_run_by_the_signal_without_a_traceback(classroom, number, tmp_path):
+    """Before: a signal that came once the report was written (while the workers and fork servers were being
+    closed at exit) was raised inside an exit handler: "Exception ignored in atexit callback ... Stopped:
+    SIGTERM" and exit 0, as if nothing had come (found by a blind tester, 3 of 3). Now it is kept: one line says
+    every record was written, and the run exits 128 + the signal, as a stopped run does."""
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "grader", *GRADE[:1], str(classroom), "--out", str(out),
+                                *GRADE[1:]], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True, preexec_fn=as_typed)
+    for line in process.stdout:
+        if line.startswith("report:"):
+            break
+    time.sleep(0.05)
+    assert process.poll() is None, "the run ended before it could be signalled"
+    os.killpg(process.pid, number)
+    stdout, stderr = process.communicate(timeout=120)
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+    assert process.returncode == 128 + number, (process.returncode, stderr)
+    assert "after every record of this run was written" in stderr, stderr
+    assert (out / "grades.csv").is_file()
