@@ -112,7 +112,11 @@ def _named_apart(entries, problems):
 
 # --- whose file is it: the structure of a class folder ------------------------------------------------------------
 EXERCISE = SOLUTION.stem  # the name of the file students are given ("attention")
-RENAMED = re.compile(r"(-\d+| ?\(\d+\))$")  # Canvas's `attention-1` for a resubmission, a browser's `attention (1)`
+# The mark a copy of a file gets: Canvas renames a resubmitted `attention.py` `attention-1.py`, `-2`... `-7`, then
+# `-<uuid>` (Attachment.make_unique_filename); a browser saves a second download as `attention (1).py`.
+COPY_MARK = re.compile(r"(?:-(?P<dash>\d+)| ?\((?P<paren>\d+)\)"
+                       r"|-(?P<uuid>[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}))$", re.IGNORECASE)
+CANVAS_LAST_NUMBERED_COPY = 7  # after `-7` Canvas gives up numbering and appends a uuid
 
 
 class _Tree:
@@ -156,8 +160,44 @@ def _code_files(top, collected):
     return found
 
 
+def _copy_of(filename):
+    """(the name the file had before it was copied, which copy it is: 0 for the original, higher for later)."""
+    stem = Path(filename).stem
+    match = COPY_MARK.search(stem)
+    if not match:
+        return stem, 0
+    number = match["dash"] or match["paren"]
+    return stem[:match.start()], int(number) if number else CANVAS_LAST_NUMBERED_COPY + 1
+
+
 def _exercise_named(filename):
-    return RENAMED.sub("", Path(filename).stem).casefold() == EXERCISE.casefold()
+    return _copy_of(filename)[0].casefold() == EXERCISE.casefold()
+
+
+# Why a student's file was graded before the next, by the first part of `_rank` that told them apart
+RANK_REASONS = ("the exercise's file", "the exercise's exact name", "a .py before a notebook",
+                "the latest upload", "the latest copy", None)
+
+
+def _rank(filename, file_id=0):
+    """Sort key of one student's code files, the one graded first: the exercise's file (any case, any copy
+    mark), under its exact name before another case (`attention.py` before `Attention.py`), a .py before a
+    notebook, then the latest: the highest file id where the LMS numbers uploads (Canvas's ids only grow),
+    else the highest copy (`attention-2.py` after `attention-1.py` after `attention.py`)."""
+    base, copy = _copy_of(filename)
+    return (base.casefold() != EXERCISE.casefold(), base != EXERCISE, Path(filename).suffix != ".py",
+            -file_id, -copy, filename)
+
+
+def _graded_note(label, ranked):
+    """`label: several code files; graded X (why), not Y, Z` for [(shown name, `_rank` key)], graded first."""
+    (first, key), (_, runner_up) = ranked[0], ranked[1]
+    told_apart = next((index for index, (a, b) in enumerate(zip(key, runner_up)) if a != b), -1)  # -1: same name
+    reason = RANK_REASONS[told_apart]
+    if reason == "the latest upload":
+        reason += f": Canvas file id {-key[3]}"
+    return (f"{label}: several code files; graded {first}{f' ({reason})' if reason else ''}, not "
+            + ", ".join(name for name, _ in ranked[1:]))
 
 
 def _lms_download(tree, top, prefix):
@@ -270,18 +310,17 @@ def _student(tree, top, prefix, name, collected, label):
 
 
 def _choose(top, files, name, collected, label):
-    """The file graded for a student among the code files of their folder: the exercise's file first
-    (`attention.py` before `attention.ipynb`), and which one is said when there were several."""
-    ranked = sorted(files, key=lambda parts: (not _exercise_named(parts[-1]), Path(parts[-1]).suffix != ".py",
-                                              parts[-1]))
+    """The file graded for a student among the code files of their folder, as `_rank` orders them (the
+    exercise's file under its exact name, a .py before a notebook, the latest copy), and which one and why
+    is said when there were several."""
+    ranked = sorted(files, key=lambda parts: _rank(parts[-1]))
     path = top.joinpath(*ranked[0])
     if path in collected.unpacked_not:
         collected.rejected.append((name, collected.unpacked_not[path]))
     else:
         collected.submissions.append((name, path))
     if len(ranked) > 1:
-        collected.problems.append(f"{label}: several code files; graded {clean(ranked[0][-1])}, not "
-                                  + ", ".join(clean(parts[-1]) for parts in ranked[1:]))
+        collected.problems.append(_graded_note(label, [(clean(parts[-1]), _rank(parts[-1])) for parts in ranked]))
 
 
 def _note_not_code(top, prefix, tree, collected, keep=None):
@@ -343,14 +382,20 @@ def _name_by_lms(folder, collected):
         files.setdefault((origin.key, origin.student), []).append((name, origin, path))
     named = []
     for group in files.values():
-        group.sort(key=lambda item: (not _exercise_named(item[1].original), item[2].suffix != ".py", item[2].name))
-        name, origin, path = group[0]
+        ranked = sorted(((_rank(origin.original, _file_id(canvas, folder, path)), name, origin, path)
+                         for name, origin, path in group), key=lambda item: item[0])
+        _, name, origin, path = ranked[0]
         named.append((name, path))
         collected.origins[path] = origin
-        if len(group) > 1:
-            collected.problems.append(f"{name}: several code files; graded {origin.original}, not "
-                                      + ", ".join(item[1].original for item in group[1:]))
+        if len(ranked) > 1:
+            collected.problems.append(_graded_note(name, [(item[2].original, item[0]) for item in ranked]))
     collected.submissions = named
+
+
+def _file_id(canvas_files, folder, path):
+    """The id Canvas gave a top-level file of its download (it numbers every upload in order), else 0."""
+    canvas = canvas_files.get(path.name) if path.parent == folder else None
+    return int(canvas.submission_id) if canvas else 0
 
 
 def _lms_entry(folder, path, canvas_files):

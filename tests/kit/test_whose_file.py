@@ -216,6 +216,58 @@ def test_several_exercise_files_of_one_student_say_which_was_graded(tmp_path):
     assert said and "graded attention.py" in said[0] and "attention.ipynb" in said[0] and "scratch.py" in said[0]
 
 
+@pytest.mark.parametrize("kind", ["folder", "zip"])
+def test_the_exercises_exact_name_beats_another_case(tmp_path, kind):
+    """Before: `Attention.py` sorted before `attention.py` ('A' < 'a') and was graded, the right file not.
+    Now: the exact exercise name is graded, and the note says the other was not (issue 25)."""
+    collected = collect_as(kind, tmp_path, {"class/gus/attention.py": "# gus, exact name\n",
+                                            "class/gus/Attention.py": "# gus, other case\n",
+                                            "class/bob/attention.py": "# bob\n"})
+    try:
+        assert graded(collected) == {"gus": "# gus, exact name\n", "bob": "# bob\n"}
+        assert "gus: several code files; graded attention.py (the exercise's exact name), not Attention.py" \
+            in collected.problems, collected.problems
+    finally:
+        collected.cleanup()
+
+
+@pytest.mark.parametrize("kind", ["folder", "zip"])
+@pytest.mark.parametrize("uploads", [("903_attention.py", "904_attention-1.py"),
+                                     ("902_attention-1.py", "950_attention-2.py"),
+                                     ("903_attention.ipynb", "960_attention-1.ipynb"),
+                                     ("970_attention-7.py", "990_attention-0c6e2f0a-51b4-4f3e-9d1a-2b7c8e9f0a1b.py")],
+                         ids=["renamed once", "renamed twice", "notebooks", "past -7"])
+def test_a_canvas_resubmission_grades_the_latest_upload(tmp_path, kind, uploads):
+    """Before: a student's files were sorted by their whole name, so the oldest upload (`_903_attention.py`)
+    was graded, or `-1` before `-2`. Now: the latest, by Canvas's file id (ids only grow; Canvas renames a
+    file re-uploaded under a name the student's files hold `-1`, `-2`... `-7`, then `-<uuid>`), and the
+    note says which (issue 25)."""
+    older, latest = uploads
+    files = {f"hoppergrace_5003_{older}": "# older\n", f"hoppergrace_5003_{latest}": "# latest\n",
+             "lovelaceada_5001_901_attention.py": "# ada\n"}
+    collected = collect_as(kind, tmp_path, files)
+    try:
+        assert graded(collected) == {"hoppergrace_5003": "# latest\n", "lovelaceada_5001": "# ada\n"}
+        file_id, _, original = latest.partition("_")
+        assert f"hoppergrace_5003: several code files; graded {original} (the latest upload: Canvas file id " \
+               f"{file_id}), not {older.partition('_')[2]}" in collected.problems, collected.problems
+    finally:
+        collected.cleanup()
+
+
+def test_a_folder_grades_the_highest_copy(tmp_path):
+    """Before: `attention-1.py` sorted before `attention-2.py` and `attention-10.py` before `attention-9.py`
+    (by text), so an older copy was graded. Now: the highest copy number, as a number (issue 25)."""
+    collected = collect_as("folder", tmp_path, {"class/emil/attention.py": "# first\n",
+                                                "class/emil/attention-9.py": "# ninth\n",
+                                                "class/emil/attention-10.py": "# tenth\n",
+                                                "class/fay/attention (1).py": "# fay, copy\n",
+                                                "class/fay/attention (2).py": "# fay, second copy\n"})
+    assert graded(collected) == {"emil": "# tenth\n", "fay": "# fay, second copy\n"}
+    assert any(problem.startswith("emil: several code files; graded attention-10.py (the latest copy)")
+               for problem in collected.problems), collected.problems
+
+
 def test_names_that_differ_only_in_case_are_graded_apart_and_said(tmp_path):
     """`Alice/` and `alice/` would share one results file where the file system folds case (macOS)."""
     collected = collect_as("folder", tmp_path, {"class/Alice/attention.py": "# Alice\n",
