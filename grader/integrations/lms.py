@@ -5,11 +5,16 @@ Beside grades.csv, one row per roster student:
 
 * `canvas_grades.csv`: Canvas's gradebook import (Student, ID, SIS User ID, SIS Login ID, Section, then
   the assignment column `Title (id)` when the roster is a Canvas export that has one). An empty cell
-  leaves the student's Canvas grade as it is.
+  leaves the student's Canvas grade as it is. Canvas imports a cell as points of an existing assignment
+  and reads the `Points Possible` row only to create a new one (canvas-lms gradebook_importer.rb
+  `process_pp`, gradebook_uploads `createIndividualAssignment`): scores are scaled to the export's Points
+  Possible of the column the kit fills, and a note says so, or says that it could not be read.
 * `moodle_grades.csv`: Moodle's gradebook CSV import (Full name, identifier columns, the grade item).
   Careful: Moodle reads an empty or `-` cell of an existing grade item as "no grade" and *clears* a grade
   given by hand (grade/import/csv/classes/load_data.php: `$value === '' or $value == '-'` -> null); the
-  notes say so when the class has students without a submission.
+  notes say so when the class has students without a submission. It refuses the whole file when a grade
+  is above the grade item's maximum (MDL-50650), so from a grading worksheet its scores are scaled to
+  the worksheet's Maximum Grade, as the worksheet's are.
 * `moodle_worksheet.csv`, when the roster is an assignment's "Download grading worksheet": the same
   worksheet with its Grade column filled. Moodle's "Upload grading worksheet" skips an empty Grade
   ("grade has no value"), an unchanged one, one out of 0..Maximum Grade, and one changed in Moodle after
@@ -29,7 +34,7 @@ an import file of blanks). The message names the rows, the columns read and exam
 import csv
 import io
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -114,6 +119,8 @@ class Roster:
     worksheet: bool = False  # a Moodle "Download grading worksheet" file
     label: str = "roster"  # the file, for messages
     read: list[tuple[str, str]] = field(default_factory=list)  # [(header cell, what the kit reads from it)]
+    canvas_index: int | None = None  # where `canvas_column` is, when the roster is a Canvas export that has it
+    canvas_points: str | None = None  # its cell of the Points Possible row as read (None: no such row)
 
 
 class RosterError(ValueError):
@@ -162,16 +169,21 @@ def read_roster_text(text: str, label: str = "roster") -> Roster:
     roster = Roster(header=rows[0], worksheet=all(name in header for name in WORKSHEET), label=label,
                     read=[(clean(rows[0][index]), TITLES[key]) for key, index in sorted(where.items(),
                                                                                         key=lambda item: item[1])])
-    kit_columns = [column for cell in rows[0] if (column := CANVAS_ASSIGNMENT.match(cell.strip()))
-                   and "attention" in cell.lower()]
+    kit_columns = [(index, column) for index, cell in enumerate(rows[0])
+                   if (column := CANVAS_ASSIGNMENT.match(cell.strip())) and "attention" in cell.lower()]
     if len(kit_columns) == 1:  # the Canvas export already has this assignment: fill its column
-        roster.canvas_column = kit_columns[0].string
-        roster.moodle_column = kit_columns[0]["title"]
+        roster.canvas_index, column = kit_columns[0]
+        roster.canvas_column = column.string
+        roster.moodle_column = column["title"]
     for row, line in zip(rows[1:], lines[1:]):
         values = {key: clean(row[index]) if index < len(row) else "" for key, index in where.items()}
         name = values.get("name") or " ".join(part for part in (values.get("first"), values.get("last")) if part)
-        if name.lower() == "points possible" or not any(cell.strip() for cell in row):
-            continue  # Canvas's second row holds each column's maximum, not a student
+        if name.lower() == "points possible":  # Canvas's second row holds each column's maximum, not a student
+            if roster.canvas_index is not None and roster.canvas_points is None:
+                roster.canvas_points = clean(row[roster.canvas_index]) if roster.canvas_index < len(row) else ""
+            continue
+        if not any(cell.strip() for cell in row):
+            continue
         participant = PARTICIPANT.match(values.get("participant", ""))
         status = values.get("status", "")
         student = RosterStudent(name=name, **{key: values.get(key, "") for key in ("section", "group", *IDENTIFIERS)},
@@ -347,6 +359,39 @@ def _score(result, scores=None, scale=1.0):
     return f"{round(score * scale, 4):g}"
 
 
+def _number(cell):
+    """A maximum as Canvas or Moodle writes it ("50.00"; "50,00" in a decimal-comma export), else None."""
+    text = (cell or "").strip()
+    if not re.fullmatch(r"\d+(?:[.,]\d+)?", text):
+        return None
+    return float(text.replace(",", "."))
+
+
+def canvas_points(roster: Roster, total: float) -> tuple[float, str | None]:
+    """(the Points Possible canvas_grades.csv is out of, note). Canvas imports a cell as points of an existing
+    assignment, whatever the file's Points Possible row says (it reads that row only to create an assignment),
+    so the scores go out of the export's Points Possible for the column the kit fills. A roster without that
+    column makes Canvas create the assignment, out of the kit's total: no note. Unreadable: the total, noted."""
+    if roster.canvas_index is None:
+        return total, None
+    column = repr(roster.canvas_column)
+    if roster.canvas_points is None:
+        return total, (f"canvas_grades.csv: scores out of the kit's {total:g}: {roster.label} has no Points Possible "
+                       f"row for {column}; check that assignment's points in Canvas before importing (Canvas "
+                       "imports each score as points of the assignment)")
+    points = _number(roster.canvas_points)
+    if not points:
+        return total, (f"canvas_grades.csv: scores out of the kit's {total:g}: the Points Possible of {column} in "
+                       f"{roster.label} reads {roster.canvas_points!r}, not a number of points; check that "
+                       "assignment's points in Canvas before importing (Canvas imports each score as points of "
+                       "the assignment)")
+    if abs(points - total) < 1e-9:
+        return total, None
+    return points, (f"canvas_grades.csv: scores scaled from {total:g} to {points:g}, the Points Possible of {column} "
+                    f"in {roster.label} (Canvas imports each score as points of the existing assignment and keeps "
+                    "its Points Possible)")
+
+
 def _csv(rows):
     buffer = io.StringIO()
     csv.writer(buffer, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n").writerows(csv_row(row) for row in rows)
@@ -354,13 +399,14 @@ def _csv(rows):
 
 
 def canvas_csv(roster: Roster, chosen: Mapping[int, Graded], points_possible: float,
-               scores: Mapping[str, float] | None = None) -> str:
-    """Canvas gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then the assignment."""
+               scores: Mapping[str, float] | None = None, scale: float = 1.0) -> str:
+    """Canvas gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, then the assignment, out of
+    `points_possible` (each score times `scale`: see `canvas_points`)."""
     rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", roster.canvas_column],
             ["Points Possible", "", "", "", "", f"{points_possible:g}"]]
     for position, student in enumerate(roster.students):
         rows.append([student.name, student.canvas_id, student.sis_user_id, student.sis_login_id, student.section,
-                     _score(chosen.get(position), scores)])
+                     _score(chosen.get(position), scores, scale)])
     return _csv(rows)
 
 
@@ -371,8 +417,11 @@ CANVAS_IDENTIFIERS = ("canvas_id", "sis_user_id", "sis_login_id")
 MOODLE_KEYS = ("email", "username", "idnumber", "sis_login_id")
 
 
-def moodle_csv(roster: Roster, chosen: Mapping[int, Graded], scores: Mapping[str, float] | None = None) -> str:
-    """Moodle grade import: identifier columns (map one of them at upload) and one column per grade item."""
+def moodle_csv(roster: Roster, chosen: Mapping[int, Graded], scores: Mapping[str, float] | None = None,
+               scales: Mapping[int, float] | None = None) -> str:
+    """Moodle grade import: identifier columns (map one of them at upload) and one column per grade item, each
+    student's score times their `scales` entry (see `moodle_scales`; 1 where it has none)."""
+    scales = scales or {}
     present = [(key, title) for key, title in MOODLE_IDENTIFIERS
                if any(getattr(student, key) for student in roster.students)]
     if not present:  # a Canvas roster has no Moodle identifier; its SIS login is the closest
@@ -380,32 +429,54 @@ def moodle_csv(roster: Roster, chosen: Mapping[int, Graded], scores: Mapping[str
     rows = [["Full name", *(title for _, title in present), roster.moodle_column]]
     for position, student in enumerate(roster.students):
         rows.append([student.name, *(getattr(student, key) for key, _ in present),
-                     _score(chosen.get(position), scores)])
+                     _score(chosen.get(position), scores, scales.get(position, 1.0))])
     return _csv(rows)
 
 
-def moodle_worksheet(roster: Roster, chosen: Mapping[int, Graded], points_possible: float,
-                     scores: Mapping[str, float] | None = None) -> tuple[str, str | None]:
-    """(text, note): the grading worksheet as downloaded, its Grade column filled (scaled to Maximum Grade)."""
+def moodle_scales(roster: Roster, points_possible: float, files: str = "moodle_worksheet.csv"
+                  ) -> tuple[dict[int, float], list[str]]:
+    """({roster index: factor}, notes): each worksheet row's Maximum Grade over the kit's total, so that the
+    worksheet and moodle_grades.csv (`files`, for the notes) hold the same grades. Moodle's worksheet upload
+    skips a grade above the maximum, its gradebook CSV import refuses the file. A row whose Maximum Grade
+    cannot be read keeps the kit's total, and a note says so. Not a worksheet: {} (the kit's total)."""
+    if not roster.worksheet or not points_possible:
+        return {}, []
+    top = [_normal(cell) for cell in roster.header].index("maximum grade")
+    scales, maxima, unread = {}, [], []
+    for position, student in enumerate(roster.students):
+        cell = student.row[top] if top < len(student.row) else ""
+        maximum = _number(cell)
+        if not maximum:
+            unread.append(f"line {student.line} {clean(cell)!r}")
+            continue
+        scales[position] = maximum / points_possible
+        maxima += [maximum] if maximum not in maxima else []
+    notes = []
+    if any(abs(maximum - points_possible) > 1e-9 for maximum in maxima):
+        notes.append(f"{files}: scores scaled from {points_possible:g} to the assignment's Maximum Grade "
+                     f"{', '.join(f'{maximum:g}' for maximum in maxima)} (Moodle skips, or refuses, a grade above "
+                     "the maximum)")
+    if unread:
+        notes.append(f"{files}: the Maximum Grade of {len(unread)} worksheet row(s) is not a number "
+                     f"({', '.join(unread[:EXAMPLES])}{', ...' if len(unread) > EXAMPLES else ''}): their scores "
+                     f"are out of the kit's {points_possible:g}")
+    return scales, notes
+
+
+def moodle_worksheet(roster: Roster, chosen: Mapping[int, Graded], scores: Mapping[str, float] | None = None,
+                     scales: Mapping[int, float] | None = None) -> str:
+    """The grading worksheet as downloaded, its Grade column filled (times `scales`: see `moodle_scales`)."""
+    scales = scales or {}
     header = [_normal(cell) for cell in roster.header]
-    grade, top = header.index("grade"), header.index("maximum grade")
-    note = None
+    grade = header.index("grade")
     rows = [list(roster.header)]
     for position, student in enumerate(roster.students):
         row = list(student.row) + [""] * (len(header) - len(student.row))
-        try:
-            maximum = float(row[top].replace(",", "."))
-        except ValueError:
-            maximum = points_possible
-        scale = maximum / points_possible if points_possible else 1.0
-        if abs(scale - 1) > 1e-9 and note is None:
-            note = (f"moodle_worksheet.csv: scores scaled from {points_possible:g} to the assignment's "
-                    f"Maximum Grade {maximum:g} (Moodle skips a grade above the maximum)")
         result = chosen.get(position)
         if result is not None:
-            row[grade] = _score(result, scores, scale)
+            row[grade] = _score(result, scores, scales.get(position, 1.0))
         rows.append(row)
-    return _csv(rows), note
+    return _csv(rows)
 
 
 def write_lms_files(out: str | Path, results: Sequence[Graded], maxima: Mapping[str, float],
@@ -420,19 +491,25 @@ def write_lms_files(out: str | Path, results: Sequence[Graded], maxima: Mapping[
     check_match(roster, [result.name for result in results], origins)  # before any file is written
     chosen, notes = match(roster, results, origins)
     points = sum(maxima.values())
-    files = (("canvas_grades.csv", CANVAS_IDENTIFIERS, lambda: canvas_csv(roster, chosen, points, scores)),
-             ("moodle_grades.csv", MOODLE_KEYS, lambda: moodle_csv(roster, chosen, scores)))
-    for name, ids, contents in files:
-        if any(getattr(student, key) for student in roster.students for key in ids):
+    canvas_total, canvas_note = canvas_points(roster, points)
+    writes_moodle = _has_identifier(roster, MOODLE_KEYS)
+    moodle_files = "moodle_worksheet.csv" + (" and moodle_grades.csv" if writes_moodle else "")
+    scales, moodle_notes = moodle_scales(roster, points, moodle_files)
+    files: list[tuple[str, tuple[str, ...], list[str], Callable[[], str]]] = [
+        ("canvas_grades.csv", CANVAS_IDENTIFIERS, [canvas_note] if canvas_note else [],
+         lambda: canvas_csv(roster, chosen, canvas_total, scores, canvas_total / points if points else 1.0)),
+        ("moodle_grades.csv", MOODLE_KEYS, [], lambda: moodle_csv(roster, chosen, scores, scales))]
+    for name, ids, file_notes, contents in files:
+        if _has_identifier(roster, ids):
             write_atomic(Path(out) / name, contents())
+            notes += file_notes
         else:  # rows the LMS cannot match to anyone: no file, rather than one that imports nothing
             (Path(out) / name).unlink(missing_ok=True)
             notes.append(f"{name} not written: {roster.label} gives no identifier that import matches students by "
                          f"({', '.join(TITLES.get(key, key) for key in ids)})")
     if roster.worksheet:
-        text, note = moodle_worksheet(roster, chosen, points, scores)
-        write_atomic(Path(out) / "moodle_worksheet.csv", text)
-        notes += [note] if note else []
+        write_atomic(Path(out) / "moodle_worksheet.csv", moodle_worksheet(roster, chosen, scores, scales))
+        notes += moodle_notes
     missing = len(roster.students) - len(chosen)
     if missing:
         notes.append(f"{missing} of {len(roster.students)} roster students have no submission: their cells are "
@@ -440,6 +517,10 @@ def write_lms_files(out: str | Path, results: Sequence[Graded], maxima: Mapping[
                      "Moodle's gradebook CSV import clears it: leave their rows out of moodle_grades.csv "
                      "if they have grades given by hand)")
     return notes
+
+
+def _has_identifier(roster, keys):
+    return any(getattr(student, key) for student in roster.students for key in keys)
 
 
 def roster_record(roster: Roster, results: Iterable[Graded], origins: Origins | None = None) -> list[dict[str, Any]]:

@@ -231,3 +231,94 @@ def test_a_roster_without_an_lms_identifier_gives_no_file_for_that_lms(tmp_path,
     assert any(note.startswith("canvas_grades.csv not written") for note in notes)
     _, rows = read_csv(tmp_path / "moodle_grades.csv")
     assert [row[-1] for row in rows[1:]] == ["70", "55"]
+
+
+def canvas_export(path, points_row, delimiter=","):
+    """A Canvas gradebook export of 3 students, the kit's column `Attention exercises (4242)` beside a quiz;
+    `points_row`: the Points Possible row's cells for the two columns, or None for an export without it."""
+    rows = [[*CANVAS_HEADER, "Attention exercises (4242)", "Quiz 1 (777)"]]
+    rows += [["    Points Possible", "", "", "", "", *points_row]] if points_row is not None else []
+    rows += [[p["name"], p["id"], p["sis"], p["login"], "A", "", ""] for p in class_of_30()[:3]]
+    with open(path, "w", newline="", encoding="utf-8-sig") as stream:
+        csv.writer(stream, delimiter=delimiter).writerows(rows)
+    return path
+
+
+def test_canvas_scores_are_scaled_to_the_points_possible_of_the_exports_column(tmp_path, suite, maxima):
+    """Before: a gradebook export whose `Attention exercises (4242)` is worth 50 points got a canvas_grades.csv
+    with Points Possible 100 and scores out of 100, and no note: Canvas imports a cell as points of the existing
+    assignment (it reads the Points Possible row only to create one), so 90 of 100 became 90 of 50. Now the
+    scores are scaled to that column's Points Possible (50: 45), the file says 50, and a note says so; an export
+    without a Points Possible row, or whose cell is no number, keeps the kit's total with a note saying so."""
+    people = class_of_30()[:3]
+    graded = [result(f"x_{people[0]['id']}", 90, suite), result(f"y_{people[1]['id']}", 75, suite)]
+    for points_row, delimiter, written, scores in (
+            (["50.00", "10.00"], ",", "50", ["45", "37.5", ""]),
+            (["50,00", "10,00"], ";", "50", ["45", "37.5", ""]),  # a decimal-comma locale's export
+            (["200.00", "10.00"], ",", "200", ["180", "150", ""])):
+        roster = canvas_export(tmp_path / "export.csv", points_row, delimiter)
+        notes = lms.write_lms_files(tmp_path, graded, maxima, roster)
+        _, rows = read_csv(tmp_path / "canvas_grades.csv")
+        assert rows[1] == ["Points Possible", "", "", "", "", written]
+        assert [row[5] for row in rows[2:]] == scores
+        assert [note for note in notes if note.startswith("canvas_grades.csv")] == [
+            f"canvas_grades.csv: scores scaled from {TOTAL_POINTS:g} to {written}, the Points Possible of "
+            f"'Attention exercises (4242)' in {roster} (Canvas imports each score as points of the existing "
+            "assignment and keeps its Points Possible)"]
+        _, moodle = read_csv(tmp_path / "moodle_grades.csv")  # Canvas's points are not Moodle's grade item's
+        assert [row[-1] for row in moodle[1:]] == ["90", "75", ""]
+    for points_row, said in ((None, "has no Points Possible row"), (["(read only)", "10.00"], "reads '(read only)'"),
+                             (["", "10.00"], "reads ''"), (["0.00", "10.00"], "reads '0.00'")):
+        roster = canvas_export(tmp_path / "export.csv", points_row)
+        notes = lms.write_lms_files(tmp_path, graded, maxima, roster)
+        _, rows = read_csv(tmp_path / "canvas_grades.csv")
+        assert rows[1][5] == f"{TOTAL_POINTS:g}" and [row[5] for row in rows[2:]] == ["90", "75", ""]
+        canvas_notes = [note for note in notes if note.startswith("canvas_grades.csv")]
+        assert len(canvas_notes) == 1 and said in canvas_notes[0], (points_row, canvas_notes)
+        assert f"scores out of the kit's {TOTAL_POINTS:g}" in canvas_notes[0]
+    # The kit's own total in the export, or no column of the kit's (Canvas creates it, out of the total): no note.
+    plain = write_csv(tmp_path / "plain.csv", [CANVAS_HEADER, *([p["name"], p["id"], "", "", ""] for p in people)])
+    for roster in (canvas_export(tmp_path / "export.csv", ["100.00", "10.00"]), plain):
+        notes = lms.write_lms_files(tmp_path, graded, maxima, roster)
+        _, rows = read_csv(tmp_path / "canvas_grades.csv")
+        assert rows[1][5] == f"{TOTAL_POINTS:g}" and [row[5] for row in rows[2:]] == ["90", "75", ""]
+        assert not [note for note in notes if note.startswith("canvas_grades.csv")]
+
+
+WORKSHEET_HEADER = ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
+                    "Grade can be changed", "Last modified (submission)", "Last modified (grade)", "Feedback comments"]
+
+
+def test_moodle_grades_csv_is_on_the_worksheets_maximum_grade_as_the_worksheet_is(tmp_path, suite, maxima):
+    """Before: with a grading worksheet whose Maximum Grade is 10, moodle_worksheet.csv held 9.525 but
+    moodle_grades.csv 95.25, with no note for it: Moodle's gradebook CSV import refuses a file with a grade above
+    the grade item's maximum (MDL-50650; older versions cap it). Now both files are on the worksheet's Maximum
+    Grade and one note names both; a row whose Maximum Grade is no number keeps the kit's total, said in a note."""
+    people = [("Ada Lovelace", "101", "10.00"), ("Alan Turing", "102", "10.00"), ("Grace Hopper", "103", "10,00"),
+              ("Barbara Liskov", "104", "10.00")]
+
+    def worksheet(maximum_of):
+        return write_csv(tmp_path / "worksheet.csv", [WORKSHEET_HEADER] + [
+            [f"Participant {number}", name, f"{number}@uni.edu", "Submitted for grading", "", maximum_of(maximum),
+             "Yes", "-", "-", ""] for name, number, maximum in people])
+
+    graded = [result("Ada_Lovelace_101", 100, suite), result("Alan_Turing_102", 95.25, suite),
+              result("Grace_Hopper_103", 96.75, suite)]
+    notes = lms.write_lms_files(tmp_path, graded, maxima, worksheet(lambda maximum: maximum))
+    _, sheet = read_csv(tmp_path / "moodle_worksheet.csv")
+    _, grades = read_csv(tmp_path / "moodle_grades.csv")
+    assert [row[4] for row in sheet[1:]] == ["10", "9.525", "9.675", ""]
+    assert grades[0] == ["Full name", "Email address", lms.ASSIGNMENT_TITLE]
+    assert [row[-1] for row in grades[1:]] == ["10", "9.525", "9.675", ""]
+    assert f"moodle_worksheet.csv and moodle_grades.csv: scores scaled from {TOTAL_POINTS:g} to the assignment's " \
+           "Maximum Grade 10 (Moodle skips, or refuses, a grade above the maximum)" in notes
+    # The kit's total as Maximum Grade: the grades as they are, no note. A Maximum Grade that is no number: noted.
+    notes = lms.write_lms_files(tmp_path, graded, maxima, worksheet(lambda maximum: "100.00"))
+    assert [row[-1] for row in read_csv(tmp_path / "moodle_grades.csv")[1][1:]] == ["100", "95.25", "96.75", ""]
+    assert not [note for note in notes if "Maximum Grade" in note]
+    notes = lms.write_lms_files(tmp_path, graded, maxima, worksheet(lambda maximum: "Very good" if maximum == "10,00"
+                                                                    else maximum))
+    assert [row[4] for row in read_csv(tmp_path / "moodle_worksheet.csv")[1][1:]] == ["10", "9.525", "96.75", ""]
+    assert [row[-1] for row in read_csv(tmp_path / "moodle_grades.csv")[1][1:]] == ["10", "9.525", "96.75", ""]
+    assert any("the Maximum Grade of 1 worksheet row(s) is not a number (line 4 'Very good'): their scores are out "
+               f"of the kit's {TOTAL_POINTS:g}" in note for note in notes), notes
