@@ -64,11 +64,13 @@ class Loaded:
 
 
 _LEFT_OUT = re.compile(r".*?: (?:`.*` was not (?:loaded|run): |the cell under `.*` was not loaded: "
-                       r"|its cells were last run out of order )|\.\.\. and \d+ more problems like these\.$", re.DOTALL)
+                       r"|its cells were last run out of order |this \.py holds a Jupyter notebook )"
+                       r"|\.\.\. and \d+ more problems like these\.$", re.DOTALL)
 
 
 def left_out_note(problem):
-    """Whether a problem only says which IPython line was left out (it costs nothing), not an error.
+    """Whether a problem only says which IPython line was left out, or how the file was read (a notebook
+    saved as .py), which costs nothing: not an error.
 
     Results files keep one list of problems, errors first: the report counts the files whose code did
     not load from it. `... and N more` follows the errors when there are many, so it is no error itself."""
@@ -93,15 +95,72 @@ def read_chunks(path):
         )
     if not raw.strip():
         raise SubmissionError(f"{path.name} is empty: save your work and submit the file again.")
+    wide = _wide_encoding(raw)
+    if wide:
+        raise SubmissionError(f"{path.name} is {wide} text, which neither Python nor Jupyter reads; "
+                              "save it with UTF-8 encoding and submit again.")
     if b"\x00" in raw:
         raise SubmissionError(f"{path.name} is not a text file (it contains binary data); submit your .py or .ipynb.")
     if path.suffix == ".ipynb":
-        try:  # the judge reads notebooks too (before any worker): a crafted one must cost it nothing worse
-            return _notebook_chunks(path.name, _decode(path.name, raw, "utf-8-sig"))  # JSON is UTF-8 by definition
-        except (RecursionError, MemoryError):
-            raise SubmissionError(f"{path.name} cannot be read: its structure is nested far too deeply. Save it "
-                                  "again from Jupyter (or submit your code as a .py).") from None
-    return [Chunk(_decode(path.name, raw, _python_encoding(path.name, raw)), path.name)]
+        return _guarded_notebook_chunks(path.name, _decode(path.name, raw, "utf-8-sig"))  # JSON is UTF-8
+    text = _decode(path.name, raw, _python_encoding(path.name, raw))
+    if _saved_notebook(text):
+        return _notebook_saved_as_python(path.name, text)
+    return [Chunk(text, path.name)]
+
+
+# Text a Windows editor saved as "Unicode" (Notepad before 2019, PowerShell 5's `>`): Python refuses it as
+# source ("source code cannot contain null bytes") and Jupyter reads notebooks as UTF-8 only.
+WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+             (b"\xfe\xff", "UTF-16"))
+CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")  # never in text an editor saved (tab and line ends are fine)
+
+
+def _wide_encoding(raw):
+    """"UTF-16" or "UTF-32" for text saved so (a BOM says so; without one, UTF-16 is told by a NUL at every
+    other byte, the high byte of each ASCII character, and none between), else None: a file whose NULs
+    follow no such pattern is binary."""
+    for bom, name in WIDE_BOMS:
+        if raw.startswith(bom):
+            return name
+    if b"\x00" not in raw or len(raw) % 2:
+        return None
+    for order, low, high in (("utf-16-le", raw[0::2], raw[1::2]), ("utf-16-be", raw[1::2], raw[0::2])):
+        if b"\x00" not in low and high.count(0) >= 0.75 * len(high):  # mostly ASCII, as code is
+            try:
+                if not CONTROL.search(raw.decode(order)):
+                    return "UTF-16"
+            except UnicodeDecodeError:
+                pass
+    return None
+
+
+def _saved_notebook(text):
+    """True for a .py that holds a notebook's JSON (saved or renamed under the wrong name): no Python file
+    is a JSON object with cells."""
+    if not text.lstrip().startswith("{"):
+        return False
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):  # Python that starts with a dict display, or broken JSON: read as Python
+        return False
+    return isinstance(data, dict) and any(key in data for key in ("cells", "nbformat", "worksheets"))
+
+
+def _notebook_saved_as_python(name, text):
+    """A .py holding a notebook, graded as the notebook it is, with a note that says so (it costs nothing)."""
+    chunks = _guarded_notebook_chunks(name, text) or [Chunk("", name)]
+    chunks[0].notes.insert(0, f"{name}: this .py holds a Jupyter notebook (its JSON), so it was read as the "
+                              "notebook it is, cell by cell; submit a notebook as .ipynb.")
+    return chunks
+
+
+def _guarded_notebook_chunks(name, text):
+    try:  # the judge reads notebooks too (before any worker): a crafted one must cost it nothing worse
+        return _notebook_chunks(name, text)
+    except (RecursionError, MemoryError):
+        raise SubmissionError(f"{name} cannot be read: its structure is nested far too deeply. Save it "
+                              "again from Jupyter (or submit your code as a .py).") from None
 
 
 def _python_encoding(name, raw):

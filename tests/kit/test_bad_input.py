@@ -26,6 +26,7 @@ from grader.check.loader import SubmissionError, read_chunks
 from grader.check.session import Session
 from grader.check.student import StudentError, in_process
 from grader.cohort.submissions import collect
+from grader.feedback import report
 from grader.paths import ROOT
 from grader.check.testing import expect_tensor
 from grader.chapter import TOTAL_POINTS
@@ -86,6 +87,9 @@ def folder_of_bad_submissions(folder, clean, solution_notebook):
         "empty.py": b"",
         "junk.py": bytes(range(256)) * 8,
         "latin1.py": ("# caf\u00e9\n" + clean).encode("latin-1"),
+        "utf16.py": clean.encode("utf-16"),  # with a BOM: Windows Notepad's "Unicode", PowerShell 5's `>`
+        "utf16le.py": ("# caf\u00e9\n" + clean).encode("utf-16-le"),
+        "nbpy.py": solution_notebook,  # a notebook saved (or renamed) as .py
         "syntax.py": clean.replace("def causal_mask(context_length):", "def causal_mask(context_length)"),
         "broken.ipynb": "{not json",
         "julia.ipynb": notebook_text("julia", ["println(1)"]),
@@ -126,8 +130,9 @@ def test_the_good_submission_keeps_full_marks(folder_run):
 
 
 def test_every_submission_has_a_results_file_and_a_row(folder_run):
-    names = {"good", "empty", "junk", "latin1", "syntax", "broken", "julia", "deep", "odd_metadata", "huge", "nan",
-             "wrong_type", "meta", "alice.py", "alice.ipynb", "alice_smith", "alice_smith-2"}
+    names = {"good", "empty", "junk", "latin1", "utf16", "utf16le", "nbpy", "syntax", "broken", "julia", "deep",
+             "odd_metadata", "huge", "nan", "wrong_type", "meta", "alice.py", "alice.ipynb", "alice_smith",
+             "alice_smith-2"}
     assert set(folder_run.grades) == names
     assert {path.stem for path in (folder_run.out / "results").glob("*.json")} >= names
 
@@ -136,17 +141,61 @@ def test_every_submission_has_a_results_file_and_a_row(folder_run):
     ("empty", "empty.py", "is empty"),
     ("junk", "junk.py", "binary data"),
     ("latin1", "latin1.py", "not UTF-8"),
+    ("utf16", "utf16.py", "is UTF-16 text, which neither Python nor Jupyter reads; save it with UTF-8 encoding"),
+    ("utf16le", "utf16le.py", "is UTF-16 text"),
     ("broken", "broken.ipynb", "not a valid notebook"),
     ("julia", "julia.ipynb", "'julia' kernel"),
     ("deep", "deep.ipynb", "not a valid notebook"),
     ("huge", "huge.py", "10.5 MB"),
-], ids=["empty file", "binary junk", "not utf-8", "notebook not json", "unknown kernel", "notebook nested too deeply",
-        "10 MB source"])
+], ids=["empty file", "binary junk", "not utf-8", "utf-16", "utf-16 without bom", "notebook not json", "unknown kernel",
+        "notebook nested too deeply", "10 MB source"])
 def test_a_file_that_cannot_run_gets_zero_and_says_why(folder_run, name, file, words):
     data = folder_run.results(name)
     assert data["score"] == 0
     assert file in data["output"] and words in data["output"], data["output"]
     assert all(file in test["output"] and words in test["output"] for test in data["tests"])
+
+
+def test_a_notebook_saved_as_py_is_graded_as_the_notebook_it_is(folder_run):
+    """Before: its JSON was read as Python: every check said `init_qkv_weights is not defined`, and the report
+    did not list it among the files not graded at all. Now: graded cell by cell as the notebook it is, with a
+    note that says so and costs nothing (issue 25)."""
+    data = folder_run.results("nbpy")
+    assert data["score"] == TOTAL_POINTS, data["output"][:2000]
+    assert "nbpy.py: this .py holds a Jupyter notebook (its JSON), so it was read as the notebook it is" \
+        in data["output"]
+    submission = next(each for each in report.load(folder_run.out)[0] if each.name == "nbpy")
+    assert not report.load_errors(submission)  # the note costs nothing: the report counts no code that did not load
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe" + "x = 1\n".encode("utf-16-le"),
+                                     b"\xfe\xff" + "x = 1\n".encode("utf-16-be"),
+                                     "# caf\u00e9\nx = 1\n".encode("utf-16-le"),
+                                     "x = 1\ny = '\u65e5\u672c'\n".encode("utf-16-be"),
+                                     "x = 1\n".encode("utf-32")],
+                         ids=["utf-16-le bom", "utf-16-be bom", "utf-16-le", "utf-16-be", "utf-32"])
+def test_utf16_text_is_named_not_called_binary(tmp_path, content):
+    """Before: `not a text file (it contains binary data)` for what Notepad or PowerShell saved as UTF-16.
+    Now: the encoding is named, with what to do, as for Latin-1 text (Python refuses UTF-16 source; issue 25)."""
+    path = tmp_path / "attention.py"
+    path.write_bytes(content)
+    with pytest.raises(SubmissionError, match=r"attention\.py is UTF-(16|32) text, .*save it with UTF-8 encoding"):
+        read_chunks(path)
+
+
+@pytest.mark.parametrize("content", [bytes(range(256)) * 8, b"x\x00\x01\x00y\x00\n\x00" * 8, b"x = 1\n\x00\x00"],
+                         ids=["bytes", "nul every other byte over control characters", "odd nuls"])
+def test_binary_data_is_still_called_binary(tmp_path, content):
+    path = tmp_path / "attention.py"
+    path.write_bytes(content)
+    with pytest.raises(SubmissionError, match="binary data"):
+        read_chunks(path)
+
+
+def test_python_that_looks_like_json_is_read_as_python(tmp_path):
+    path = tmp_path / "attention.py"
+    path.write_text('{"cells": 1}\nx = 1\n')  # not one JSON value: Python
+    assert [chunk.source for chunk in read_chunks(path)] == ['{"cells": 1}\nx = 1\n']
 
 
 def test_notebook_metadata_of_the_wrong_shape_is_read_as_python(folder_run):
@@ -242,7 +291,7 @@ def test_two_submissions_with_the_same_name_keep_their_own_results(folder_run):
 
 
 def test_the_bad_folder_is_graded_promptly(folder_run):
-    assert folder_run.seconds < 120, f"{folder_run.seconds:.0f} s for 17 submissions"
+    assert folder_run.seconds < 120, f"{folder_run.seconds:.0f} s for 20 submissions"
 
 
 # --------------------------------------------------------------------------- outputs on the wrong device
