@@ -6,7 +6,9 @@ Prints, for this machine:
     below should compare the bulk run with the machine it ran on, not with the one before it);
   * bulk grading of N submissions (1 in 4 correct, the rest catalogue bugs) through the real CLI:
     total wall time, median seconds per submission, ratio of the total to the floor (target <= 20);
-    of it, the class's integrity step (every pair compared; target <= 10 % of the rest);
+    of it, the class's integrity step (every pair compared; target <= 10 % of the rest); the machine's load
+    and, as root with a cgroup v1 cpuacct hierarchy, the CPU seconds of the run and all it started (per
+    submission: the figure to compare across runs on a shared machine, where wall time follows the load);
   * a student's `python check.py masking` in student_template/ (target <= 1.5 x the floor);
   * the sandbox: median wait for a sealed worker per submission (target <= 15 ms) and seal time;
   * peak memory of grading one submission, judge + fork server + worker (target <= 700 MB);
@@ -90,11 +92,58 @@ def grade_command(folder, out, args):
 
 
 def bulk(folder, out, args):
-    seconds, done = timed(grade_command(folder, out, args))
+    """(wall seconds, median seconds per submission, the integrity step's seconds, CPU seconds of the run and of
+    every process it started or None, the 1-minute load average before and after)."""
+    load_before = os.getloadavg()[0]
+    with CpuAccount() as account:
+        seconds, done = timed(grade_command(folder, out, args), preexec_fn=account.join)
     if done.returncode:
         sys.exit(f"bulk grading failed:\n{done.stderr[-2000:]}")
     per = [json.loads(p.read_text())["extra_data"]["seconds"] for p in (out / "results").glob("*.json")]
-    return seconds, statistics.median(per), integrity_seconds(done.stdout)
+    return (seconds, statistics.median(per), integrity_seconds(done.stdout), account.seconds,
+            (load_before, os.getloadavg()[0]))
+
+
+class CpuAccount:
+    """CPU seconds of a command and of everything it starts, wherever they are reaped (the fork server and its
+    workers are not the command's waited children: RUSAGE_CHILDREN misses them), from a cgroup v1 cpuacct group
+    of its own. Wall time on a shared machine moves with its load; CPU seconds much less. `seconds` stays None
+    where no such group can be made (not root, cgroup v2 only): the sandbox's own groups are never touched."""
+
+    ROOT = Path("/sys/fs/cgroup/cpuacct")
+
+    def __init__(self):
+        self.group, self.seconds = None, None
+
+    def __enter__(self):
+        try:
+            self.group = self.ROOT / f"attention-bench-{os.getpid()}"
+            self.group.mkdir()
+        except OSError:
+            self.group = None
+        return self
+
+    def join(self):
+        """In the command's process, before it runs (preexec_fn)."""
+        if self.group is not None:
+            try:
+                (self.group / "cgroup.procs").write_text(str(os.getpid()))
+            except OSError:
+                pass
+
+    def __exit__(self, *exc):
+        if self.group is None:
+            return
+        try:
+            self.seconds = int((self.group / "cpuacct.usage").read_text()) / 1e9 or None  # 0: the command never joined
+        except (OSError, ValueError):
+            pass
+        for _ in range(50):  # the last workers may still be exiting
+            try:
+                self.group.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)
 
 
 def sandbox_figures(out):
@@ -195,7 +244,7 @@ def main():
         folder.mkdir()
         for name, text in synthetic_class(clean_solution(), args.count).items():
             (folder / name).write_text(text)
-        total, median, integrity = bulk(folder, scratch / "out", args)
+        total, median, integrity, cpu, load = bulk(folder, scratch / "out", args)
         floor_after = import_floor()
         floor = statistics.median(floor_before + floor_after)
         report("floor: python -c 'import torch', 3 runs before the bulk run",
@@ -209,6 +258,10 @@ def main():
         report("bulk: seconds per submission (median of grading)", f"{median:.3f} s")
         report("bulk: wall time per submission", f"{total / args.count:.3f} s")
         report("bulk: wall time / floor", f"{total / floor:.1f} x", "<= 20 x", total / floor <= TARGETS["bulk_ratio"])
+        report("bulk: machine load (1-minute average) before / after", f"{load[0]:.1f} / {load[1]:.1f}")
+        if cpu is not None:  # what the run cost the machine, whatever else ran beside it
+            report("bulk: CPU seconds, the run and every process it started", f"{cpu:.1f} s")
+            report("bulk: CPU seconds per submission", f"{cpu / args.count:.3f} s")
         setup, seal, mode = sandbox_figures(scratch / "out")
         report(f"sandbox setup per submission (median), {mode} mode", f"{setup:.1f} ms", "<= 15 ms",
                setup <= TARGETS["sandbox_ms"])
