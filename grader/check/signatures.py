@@ -21,7 +21,7 @@ import weakref
 import torch
 
 from grader.check.causes import MASK_RESHAPED, MASK_SLICED, crash_cause, observation
-from grader.check.student import StudentError
+from grader.check.student import StudentError, StudentUnavailable
 
 ROW_TOL = 1e-4  # float32 row sums of a handful of entries are exact to ~1e-6
 HIDDEN = 1e-12  # a weight this small is a hidden position (an exp(-inf) or a zeroed entry)
@@ -782,6 +782,8 @@ class Battery:
             found = crash_observations(error) + self.heads_crossed(error)
             self.observations += found
             self.crashes.append(error)
+        except StudentUnavailable:
+            raise  # the worker is gone (a time limit, a crash, an exit): the check fails with that, not a cause
         except (AssertionError, RuntimeError, ValueError, TypeError, IndexError, KeyError):
             pass  # an odd output: this probe cannot tell, the others still can
         return self

@@ -149,6 +149,7 @@ def grade_submission(path, name, tests, options):
     sandbox = SubmissionWorker(path, options)
     verdicts = {}
     spent = {}  # seconds each step used in its public part
+    credited = 0.0  # seconds the steps' clocks were moved for waits on a busy machine
     stopped = {}  # step key -> (message, limit) of a worker that hit a limit in the step's public part
     try:
         for public in (True, False):
@@ -163,7 +164,7 @@ def grade_submission(path, name, tests, options):
                         verdicts[test.name] = TestResult(test.name, step.key, 0.0, test.points, message,
                                                          test.visibility, {}, limit)
                     continue
-                left = options.limits.submission_seconds - (time.monotonic() - started)
+                left = options.limits.submission_seconds - (time.monotonic() - started - credited)
                 if left <= 0.5 and not sandbox.fatal:
                     sandbox.fatal, sandbox.fatal_limit = (
                         f"submission time limit: grading stopped after {options.limits.submission_seconds:g} s "
@@ -174,7 +175,10 @@ def grade_submission(path, name, tests, options):
                                 else out_of_step_time(step.key, step_tests, options.limits.step_seconds))
                 # Waiting for a sealed worker (the fork server's start, for a judge's first) is not the step's time.
                 setup = sum(sandbox.setup_seconds) - waited
-                spent[step.key] = spent.get(step.key, 0.0) + time.monotonic() - began - setup
+                # Nor the time its worker (or this judge) waited for a CPU others held (MAX_CPU_WAIT_CREDIT).
+                busy = sandbox.worker.cpu_wait_credited if sandbox.worker is not None else 0.0
+                credited += busy
+                spent[step.key] = spent.get(step.key, 0.0) + time.monotonic() - began - setup - busy
                 verdicts.update((verdict.name, verdict) for verdict in step_results)
                 worker = sandbox.worker
                 if public and worker is not None and worker.dead:

@@ -135,6 +135,35 @@ def cpu_seconds(pids):
     return total / _TICKS
 
 
+def cpu_wait_seconds(pids):
+    """Seconds the threads of the live processes `pids` have spent ready to run but waiting for a CPU that
+    others held (the second field of /proc/<pid>/task/<tid>/schedstat, in ns; 0 where the kernel has no
+    schedstat). A busy machine's cost, not the submission's: a step's time limit does not count it."""
+    total = 0
+    for pid in pids:
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for thread in threads:
+            try:
+                with open(f"/proc/{pid}/task/{thread}/schedstat") as schedstat:
+                    total += int(schedstat.read().split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    return total / 1e9
+
+
+def own_cpu_wait_seconds():
+    """The calling thread's wait for a CPU (as cpu_wait_seconds): a judge starved on a busy machine reads its
+    worker's answers late, and that is not the submission's time either."""
+    try:
+        with open("/proc/thread-self/schedstat") as schedstat:
+            return int(schedstat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def live_processes():
     """{pid: (parent pid, uid)} for every process that is not a zombie."""
     table = {}

@@ -121,6 +121,10 @@ class SealedWorker:
         return (None if memory_counted else processes.resident_growth(pids, self.baseline),
                 None if cpu_counted else processes.cpu_seconds(pids))
 
+    def cpu_wait(self):
+        """Seconds the submission's processes have waited for a CPU others held (processes.cpu_wait_seconds)."""
+        return processes.cpu_wait_seconds(processes.subtree(self.pid1))
+
     def out_of_memory(self):
         return self.cgroup is not None and "memory" in self.cgroup.limits and self.cgroup.oom_kills() > 0
 
