@@ -30,7 +30,7 @@ from grader.feedback import page as feedback
 from grader.feedback import report
 from grader.judging import results_json as results_io
 from grader.check.suite import discover, max_points
-from grader.cohort.bulk import OutBusy, foreign_out, holding
+from grader.cohort.bulk import OutBusy, foreign_out, holding, set_aside_former
 from grader.outfiles import OutputError, write_atomic
 from grader.paths import SAMPLE_CLASS
 from grader.sandbox import servers
@@ -200,6 +200,12 @@ def write_class_files(out, graded, maxima, record, sources=None):
     Returns the record."""
     out = Path(out)
     notes, roster, refused = [], None, None
+    former = set_aside_former(out, [result.name for result in graded])
+    if former:  # every class file below describes exactly the class graded now
+        notes.append(f"{len(former)} submission(s) no longer in this class: {', '.join(former[:10])}"
+                     f"{' ...' if len(former) > 10 else ''}; their results and feedback pages are moved to "
+                     f"{out / 'results' / 'former'} and {out / 'feedback' / 'former'}, out of grades.csv, the "
+                     "report, the integrity page and the cohort figures")
     record.pop("students", None)
     if record.get("roster"):  # Canvas and Moodle import files, one row per roster student
         from grader.integrations import lms

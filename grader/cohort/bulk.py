@@ -137,6 +137,30 @@ def result_path(out, name):
     return Path(out) / "results" / f"{name}.json"
 
 
+FORMER = "former"  # OUT/results/former/, OUT/feedback/former/: what submissions that left the class left behind
+
+
+def set_aside_former(out, names):
+    """Move the results and feedback pages of submissions that are no longer in the class (`names`: the
+    class now) into OUT/results/former/ and OUT/feedback/former/; return their names. The report, the
+    integrity page and the cohort figures read OUT/results/*.json: a file left there by a student who
+    left the class (removed, or renamed by a new LMS display name) would be counted as one of its
+    students. Moved, not deleted: they are the instructor's records of a grade once given."""
+    out, names = Path(out), set(names)
+    gone = sorted(path.stem for path in (out / "results").glob("*.json") if path.stem not in names)
+    for name in gone:
+        for folder, suffix in (("results", ".json"), ("feedback", ".html")):
+            path = out / folder / f"{name}{suffix}"
+            if path.is_file():
+                try:
+                    (out / folder / FORMER).mkdir(exist_ok=True)
+                    os.replace(path, out / folder / FORMER / path.name)
+                except OSError as error:
+                    raise OutputError(f"cannot move {path} into {out / folder / FORMER}: "
+                                      f"{error.strerror or error}") from None
+    return gone
+
+
 def reusable(out, name, expected):
     """The earlier result for `name` when it was graded from the same bytes with the same settings."""
     path = result_path(out, name)

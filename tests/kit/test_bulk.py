@@ -3,6 +3,7 @@
 import csv
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -90,6 +91,32 @@ def test_a_changed_submission_is_regraded(classroom, uninterrupted, tmp_path):
     assert f"resuming: {COUNT - 1} of {COUNT}" in done.stderr
     rows = {row["submission"]: row for row in csv.DictReader((out / "grades.csv").open())}
     assert float(rows["student_000"]["total"]) < TOTAL_POINTS
+
+
+def test_submissions_that_left_the_class_leave_its_report_integrity_page_and_figures(classroom, uninterrupted,
+                                                                                     tmp_path):
+    """Before: a submission removed from the class (or renamed, as a new LMS display name does), graded again into
+    the same OUT, stayed in integrity.html/csv, the cohort line, report.html and feedback/, exit 0, no note.
+    Now: its results and feedback page are moved to results/former/ and feedback/former/, with a note naming
+    it, and every class file counts exactly the class graded now."""
+    out, folder = tmp_path / "out", tmp_path / "class"
+    shutil.copytree(uninterrupted, out)
+    shutil.copytree(classroom, folder)
+    (folder / "student_000.py").unlink()  # left the class
+    (folder / "student_001.py").rename(folder / "renamed_001.py")  # the same work under a new name
+    done = cli("grade", folder, "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert f"integrity: {COUNT - 1} submissions" in done.stdout and f"cohort: {COUNT - 1} submissions" in done.stdout
+    assert "2 submission(s) no longer in this class: student_000, student_001;" in done.stderr
+    for gone in ("student_000", "student_001"):
+        assert not (out / "results" / f"{gone}.json").exists() and not (out / "feedback" / f"{gone}.html").exists()
+        assert (out / "results" / "former" / f"{gone}.json").is_file()
+        assert (out / "feedback" / "former" / f"{gone}.html").is_file()
+        assert gone not in (out / "report.html").read_text() and gone not in (out / "integrity.html").read_text()
+    assert "renamed_001" in (out / "report.html").read_text()
+    assert len(list(csv.DictReader((out / "grades.csv").open()))) == COUNT - 1
+    report = cli("report", "--out", out)  # rebuilt from OUT/results alone: the same class
+    assert report.returncode == 0 and f"cohort: {COUNT - 1} submissions" in report.stdout
 
 
 def test_shards_partition_the_class_and_merge_to_the_whole(classroom, uninterrupted, tmp_path):
