@@ -12,6 +12,7 @@ line how far it got, and exits 128 + the signal's number (`grader.stopping`).
 import argparse
 import contextlib
 import gc
+import json
 import logging
 import os
 import re
@@ -185,12 +186,64 @@ def merge_command(args):
     slices = [class_record.read_record(folder) for folder in args.shards]  # one class: its source and LMS origins
     record["source"] = next((kept["source"] for kept in slices if kept.get("source")), record.get("source"))
     record["origins"] = {name: origin for kept in slices for name, origin in (kept.get("origins") or {}).items()}
+    record["override_files"] = {name: digest for kept in slices
+                                for name, digest in (kept.get("override_files") or {}).items()}
     record = with_roster_and_overrides(record, args)
+    record = with_the_slices_inputs(record, dict(zip(args.shards, slices)), args)
     check_class_inputs(record, [result.name for result in graded])
     record = write_class_files(out, graded, maxima, record, sources=code)  # the slices' code: the integrity page's
     print(tables.score_table(graded, maxima, record.get("final")))
     print(f"\nmerged {len(args.shards)} shard(s), {len(graded)} submission(s), into {out}")
     return 0
+
+
+MERGE_INPUTS = {"roster": ("rosters", "--roster", "ROSTER"), "overrides": ("overrides", "--overrides", "OVERRIDES")}
+
+
+def with_the_slices_inputs(record, slices, args):
+    """The roster and overrides of a merged class: those the slices were graded with (each slice's class.json
+    records them) unless the merge is given others. Given ones that differ from the slices' are used, and
+    said; without any, what every slice recorded is applied, with a note; slices that recorded different
+    ones are refused (UsageError naming the slices), since either choice could be the wrong gradebook."""
+    for key, (plural, option, knob) in MERGE_INPUTS.items():
+        given = getattr(args, key, None)
+        kinds = {}  # the slices' recorded value (as JSON) -> the slices that recorded it
+        for folder, kept in slices.items():
+            kinds.setdefault(_recorded(kept, key), []).append(str(folder))
+        if given is not None:
+            others = [text for text in kinds if text != _recorded(record, key)]
+            if others:
+                log.info(f"merge: {option} is applied instead of the {key} the slices were graded with "
+                         f"({'; '.join(_described(key, text) for text in others)})")
+            continue
+        if len(kinds) > 1:
+            listing = "; ".join(f"{', '.join(map(terminal, folders))}: {_described(key, text)}"
+                                for text, folders in kinds.items())
+            raise UsageError(f"the slices were graded with different {plural} ({listing}): give the {key} the "
+                             f"merged class is to have, make merge ... {knob}=<file> ({option} <file>), or grade "
+                             f"the slices again with the same {knob}")
+        text = next(iter(kinds), "null")
+        if text != "null":
+            record[key] = json.loads(text)
+            log.info(f"merge: applying the {key} every slice was graded with ({_described(key, text)}, recorded "
+                     f"in each slice's class.json); {knob}=<file> ({option}) gives another")
+    return record
+
+
+def _recorded(record, key):
+    """A slice's roster or overrides as JSON text ("null" for none), to compare slices by."""
+    value = record.get(key) or None
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _described(key, text):
+    value = json.loads(text)
+    if not value:
+        return f"no {key}"
+    if key == "roster":
+        return f"roster {value.get('file')} ({len(value.get('text', '').splitlines())} lines)"
+    files = sorted({str(item.get("where", "")).split(", line")[0] for item in value} - {""})
+    return f"{len(value)} override(s)" + (f" from {', '.join(files)}" if files else "")
 
 
 def write_class_files(out, graded, maxima, record, sources=None):

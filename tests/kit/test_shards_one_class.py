@@ -164,3 +164,60 @@ def test_a_merge_into_an_out_holding_results_of_others_is_refused(runs, tmp_path
     done = grader_cli("merge", *runs["slices"], "--out", out, cwd=ROOT)
     assert done.returncode == 2 and "not in this class (zed)" in done.stderr, done.stderr
     assert not (out / "grades.csv").exists()
+
+
+def slices_with(runs, tmp_path, roster=None, overrides=None):
+    """Copies of the slices, each recording in its class.json the roster and overrides {folder index: file} it
+    was graded with (as `make grade SHARD=i/N ROSTER=... OVERRIDES=...` records them)."""
+    from grader.cohort import class_record
+    from grader.cohort.overrides import read_overrides
+
+    slices = []
+    for index, source in enumerate(runs["slices"], start=1):
+        target = tmp_path / f"out-{index}"
+        shutil.copytree(source, target)
+        record = class_record.read_record(target)
+        if (roster or {}).get(index):
+            record["roster"] = {"file": roster[index].name, "text": roster[index].read_text(encoding="utf-8-sig")}
+        if (overrides or {}).get(index):
+            record["overrides"] = [override.as_dict() for override in read_overrides(overrides[index])]
+        class_record.write_record(target, record)
+        slices.append(target)
+    return slices
+
+
+@pytest.mark.slow(reason='uses runs: a class graded whole, in slices and again through `python -m grader` and make')
+def test_a_merge_applies_the_roster_and_overrides_the_slices_were_graded_with(runs, tmp_path, grader_cli):
+    """Before: slices graded with ROSTER and OVERRIDES, merged without them, gave un-overridden grades and no
+    LMS files, with no note, exit 0. Now: what every slice recorded is applied, with a note; slices that
+    recorded different ones are refused, naming them and how to pass them; ones given to the merge replace
+    the slices' and that is said."""
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,SIS Login ID\n" + "".join(f"{name},{name}\n" for name in
+                                                          ("a_copy", "b_copy", "c_other", "d_other")))
+    overrides, other = tmp_path / "overrides.csv", tmp_path / "other.csv"
+    overrides.write_text('student,step,points,reason\nc_other,total,42,"graded by hand"\n')
+    other.write_text('student,step,points,reason\nc_other,total,17,"graded by hand again"\n')
+    agreed = slices_with(runs, tmp_path / "agreed", roster={1: roster, 2: roster}, overrides={1: overrides,
+                                                                                             2: overrides})
+    done = grader_cli("merge", *agreed, "--out", tmp_path / "merged", cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    rows = {row["submission"]: row for row in csv.DictReader((tmp_path / "merged" / "grades.csv").open())}
+    assert float(rows["c_other"]["total"]) == 42 and "graded by hand" in rows["c_other"]["override"]
+    assert (tmp_path / "merged" / "canvas_grades.csv").is_file(), "the slices' roster gives the LMS files"
+    assert "applying the roster every slice was graded with (roster roster.csv" in done.stderr
+    assert "applying the overrides every slice was graded with (1 override(s) from overrides.csv" in done.stderr
+
+    split = slices_with(runs, tmp_path / "split", overrides={1: overrides})  # slice 2 graded without them
+    done = grader_cli("merge", *split, "--out", tmp_path / "refused", cwd=ROOT)
+    assert done.returncode == 2 and "the slices were graded with different overrides (" in done.stderr
+    assert f"{split[0]}: 1 override(s) from overrides.csv" in done.stderr
+    assert f"{split[1]}: no overrides" in done.stderr and "OVERRIDES=<file> (--overrides <file>)" in done.stderr
+    assert not (tmp_path / "refused" / "grades.csv").exists()
+
+    done = grader_cli("merge", *split, "--out", tmp_path / "given", "--overrides", other, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    rows = {row["submission"]: row for row in csv.DictReader((tmp_path / "given" / "grades.csv").open())}
+    assert float(rows["c_other"]["total"]) == 17
+    assert "--overrides is applied instead of the overrides the slices were graded with (1 override(s) from " \
+        "overrides.csv; no overrides)" in done.stderr, done.stderr
