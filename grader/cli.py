@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -92,6 +93,8 @@ def grade_command(args):
         if single and not args.results and class_record.is_class_out(out):  # never mix a lone file into a class
             raise UsageError(f"{out} holds a graded class; grade this file into another OUT, or regrade a student "
                              f"of that class: make regrade STUDENT=<name> SUBMISSION={args.path} OUT={out}")
+        if not single:
+            finished_note(out, finish_pending(out, maxima))  # a regrade stopped before its records were written
         record = class_record.read_record(out) if not single else {}
         if not single:
             record = class_run_record(record, collected, args)
@@ -170,6 +173,7 @@ def merge_command(args):
         return 1
     out = Path(args.out)
     args.held.enter_context(hold_out(out))
+    finished_note(out, finish_pending(out))  # a regrade stopped in this OUT: its class is complete first
     others = sorted(path.stem for path in (out / "results").glob("*.json") if path.stem not in found)
     if others:  # the report, the feedback pages and the integrity page read OUT/results: they would show them
         raise UsageError(f"{out / 'results'} holds results of submissions that are not in this class "
@@ -315,7 +319,7 @@ def check_class_run(args, collected):
               and not args.shard)
     if single or not (collected.submissions or collected.rejected):
         return
-    before = class_record.read_record(args.out)
+    before = current_record(args.out)
     record = class_run_record(dict(before), collected, args)
     names = [name for name, _ in collected.submissions] + [name for name, _ in collected.rejected]
     found = check_class_inputs(record, names)
@@ -468,7 +472,7 @@ def regrade_command(args):
     """Regrade one student of a graded class into its OUT: their results, feedback page and every class file.
     Overrides of that student still apply; over a file sent later only when kept (see kept_overrides)."""
     out = Path(args.out)
-    record = class_record.read_record(out)
+    record = current_record(out)
     if not record.get("final"):
         raise UsageError(f"{out} holds no graded class (no class.json): grade the class first (make grade OUT={out})")
     names = list(record["final"])
@@ -513,12 +517,8 @@ def regrade_command(args):
         maxima = max_points(tests)
         options = Options(args.device, Limits(args.time_limit, args.memory_limit, args.submission_time_limit))
         started = time.monotonic()
-        (out / "results" / f"{name}.json").unlink(missing_ok=True)  # graded again even if nothing changed
-        grade_class([(name, path)], tests, options, out, maxima, grading_engine(args.engine),
-                    grading_settings(args, options), jobs=1)
-        graded = [results_io.read_results_json(out / "results" / f"{known}.json") for known in names
-                  if (out / "results" / f"{known}.json").is_file()]
-        record = write_class_files(out, graded, maxima, record)
+        finished_note(out, finish_pending(out, maxima))  # a regrade stopped before all its records were written
+        record, graded = regraded(out, name, path, record, (tests, options, maxima), args)
         print(tables.score_table([r for r in graded if r.name == name], maxima, record.get("final")))
         print(f"\nregraded {name} from {path} in {time.monotonic() - started:.1f}s; class files in {out}")
         if kept:
@@ -527,6 +527,83 @@ def regrade_command(args):
     finally:
         if collected is not None:
             collected.cleanup()
+
+
+def regraded(out, name, path, record, suite, args):
+    """Regrade `name` from `path` and record it: (record, the class's results). The new verdict is graded
+    aside (OUT/.regrade), so that the old results file and every class file stay as they were until it is
+    ready; then a journal, then the verdict moved in and the class files written (finish_pending). A stop
+    while grading records nothing; a stop once the journal is written lets this run finish recording (a
+    second signal ends it at once, and the next command on OUT finishes instead)."""
+    tests, options, maxima = suite
+    staging = Path(out) / class_record.STAGING
+    shutil.rmtree(staging, ignore_errors=True)  # what a stop before the journal left: never recorded
+    try:  # graded again even if nothing changed: nothing is reused from the staging folder
+        grade_class([(name, path)], tests, options, staging, maxima, grading_engine(args.engine),
+                    grading_settings(args, options), jobs=1)
+    except stopping.Stopped as stop:
+        stop.graded = None  # the old verdict and the class files stand: the message must not count the staged one
+        raise
+    try:
+        class_record.write_pending(out, name, record)
+        return finish_pending(out, maxima)
+    except stopping.Stopped as stop:
+        if not (Path(out) / class_record.PENDING).is_file():
+            stop.graded = None
+            raise
+        return finish_pending(out, maxima)  # ends as stopped after (grader.stopping.late_exit): nothing lost
+
+
+def current_record(out):
+    """OUT's class record, or the one a regrade left unfinished is writing (class_record.PENDING)."""
+    try:
+        pending = class_record.read_pending(out)
+    except ValueError as error:
+        raise UsageError(f"{error}: remove it, then regrade that student again") from None
+    return pending["record"] if pending else class_record.read_record(out)
+
+
+def finish_pending(out, maxima=None):
+    """Finish a regrade stopped after its verdict was ready (class_record.PENDING): move the staged verdict in,
+    write the class files, remove the journal. Returns (record, the class's results), or None when there was
+    none. Every command on OUT calls it first, holding OUT."""
+    out = Path(out)
+    try:
+        pending = class_record.read_pending(out)
+    except ValueError as error:
+        raise UsageError(f"{error}: remove it, then regrade that student again") from None
+    if pending is None:
+        return None
+    name, record = pending["regrade"], pending["record"]
+    staged = class_record.staged_result(out, name)
+    if staged.is_file():
+        try:
+            os.replace(staged, out / "results" / f"{name}.json")
+        except OSError as error:
+            raise OutputError(f"cannot move {staged} into {out / 'results'}: {error.strerror or error}") from None
+    if maxima is None:
+        maxima = max_points(discover())
+    graded = [results_io.read_results_json(out / "results" / f"{known}.json") for known in record.get("final") or {}
+              if (out / "results" / f"{known}.json").is_file()]
+    try:
+        record = write_class_files(out, graded, maxima, record)
+    except UsageError:  # the LMS files refused, everything else written: recorded as far as it can be
+        done_pending(out)
+        raise
+    done_pending(out)
+    return record, graded
+
+
+def done_pending(out):
+    class_record.clear_pending(out)
+    shutil.rmtree(Path(out) / class_record.STAGING, ignore_errors=True)
+
+
+def finished_note(out, finished):
+    """Say that this command first finished a regrade an earlier run was stopped in."""
+    if finished:
+        log.info(f"finished recording the regrade stopped earlier in {terminal(out)} (its verdict was ready): "
+                 "results, grades.csv, the LMS files, class.json and the report are now written")
 
 
 def generate_command(args):
@@ -547,6 +624,9 @@ def report_command(args):
     out = Path(args.out)
     if not (out / "results").is_dir():
         raise UsageError(f"{out} has no results/ folder: grade a class into it first (make grade OUT={out})")
+    if (out / class_record.PENDING).is_file():  # a regrade stopped after its verdict was ready: record it all
+        args.held.enter_context(hold_out(out))
+        finished_note(out, finish_pending(out))
     if args.pages:
         feedback.write_pages(out, force=True)
     print(report.write_report(out))

@@ -12,6 +12,13 @@ and, written with the class files (grades.csv, LMS files, report):
     notes         what the instructor was told while writing them
 
 Plain JSON, read by the report (which imports nothing from here) and by `merge` and `regrade`.
+
+OUT/class.pending.json is the journal of a regrade whose verdict is ready but whose records are not all
+written yet: {"regrade": name, "record": the class record to write}, the new verdict waiting in
+OUT/.regrade/results/<name>.json. Until it is there, the old results file and the class files stay as they
+were; once it is, every command on OUT (report, regrade, grade, merge) first finishes that regrade (moves
+the verdict in, writes the class files, removes the journal), so a stop at any moment leaves either the
+class as it was or a state the next command completes.
 """
 
 import json
@@ -39,6 +46,38 @@ def read_record(out: str | Path) -> Record:
 
 def write_record(out: str | Path, record: Record) -> None:
     write_atomic(Path(out) / RECORD, json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+PENDING = "class.pending.json"
+STAGING = ".regrade"  # OUT/.regrade/results/<name>.json: a regrade's verdict before it is recorded
+
+
+def staged_result(out: str | Path, name: str) -> Path:
+    return Path(out) / STAGING / "results" / f"{name}.json"
+
+
+def write_pending(out: str | Path, name: str, record: Record) -> None:
+    """Journal a regrade of `name` whose verdict is staged (see the module's docstring)."""
+    write_atomic(Path(out) / PENDING, json.dumps({"regrade": name, "record": record}, ensure_ascii=False) + "\n")
+
+
+def read_pending(out: str | Path) -> dict[str, Any] | None:
+    """The journal of a regrade left unfinished in OUT, or None. ValueError for one that cannot be read."""
+    path = Path(out) / PENDING
+    if not path.is_file():
+        return None
+    try:
+        pending = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} cannot be read ({error})") from None
+    if not (isinstance(pending, dict) and isinstance(pending.get("regrade"), str)
+            and isinstance(pending.get("record"), dict)):
+        raise ValueError(f"{path} is not a regrade journal of this grader")
+    return pending
+
+
+def clear_pending(out: str | Path) -> None:
+    (Path(out) / PENDING).unlink(missing_ok=True)
 
 
 def is_class_out(out: str | Path) -> bool:

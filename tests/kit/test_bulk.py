@@ -222,3 +222,96 @@ def test_judges_take_each_file_once_whoever_is_free(tmp_path):
     waiting.close()
     theirs = [int(number) for child in range(3) for number in (tmp_path / f"taker{child}").read_text().split()]
     assert sorted(mine + theirs) == list(range(20000))
+
+
+def as_typed():
+    """In the child: the signals as a terminal's fresh job has them (see test_stopping)."""
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+
+
+def regrade_stopped(out, name, submission, number, when, *more):
+    """`regrade name --submission FILE` in its own process group, signalled (the group) as soon as `when()`;
+    (exit code, stderr)."""
+    process = subprocess.Popen([sys.executable, "-m", "grader", "regrade", name, "--out", str(out), "--submission",
+                                str(submission), *more], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True, preexec_fn=as_typed)
+    deadline = time.monotonic() + 300
+    while process.poll() is None and not when() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if process.poll() is None:
+        os.killpg(process.pid, number)
+    _, stderr = process.communicate(timeout=120)
+    return process.returncode, stderr
+
+
+def changed(path, before):
+    """Whether the file at `path` is gone or holds other bytes than `before`."""
+    try:
+        return path.read_bytes() != before
+    except FileNotFoundError:
+        return True
+
+
+def recorded_score(out, name):
+    """The one score every record of OUT gives `name`: its results file, class.json, grades.csv and report.html."""
+    import json
+
+    scores = {"results": results.read_results_json(out / "results" / f"{name}.json").score,
+              "class.json": json.loads((out / "class.json").read_text())["final"][name]["total"],
+              "grades.csv": next(float(row["total"]) for row in csv.DictReader((out / "grades.csv").open())
+                                 if row["submission"] == name)}
+    assert len(set(scores.values())) == 1, scores
+    assert ": overridden" not in (out / "report.html").read_text(), "no override exists in this class"
+    return scores["results"]
+
+
+def test_a_regrade_stopped_at_any_moment_leaves_a_class_whose_records_agree(classroom, uninterrupted, tmp_path):
+    """Before: a regrade deleted the old results file before grading, and wrote the new one before grades.csv,
+    class.json and the report: a Ctrl-C then said "nothing under way was recorded" while results/<x>.json held
+    the new verdict (or none), and a later `grader report` (exit 0) dropped the student or marked a step
+    "overridden". Now: the verdict is graded aside and journalled; a stop while grading keeps the old records
+    byte for byte, a stop once the verdict is ready finishes recording it, and a kill -9 in between leaves a
+    journal the next command (here `grader report`) finishes: every record agrees."""
+    rows = {row["submission"]: float(row["total"]) for row in csv.DictReader((uninterrupted / "grades.csv").open())}
+    name = next(known for known, total in rows.items() if total == TOTAL_POINTS)
+    buggy = next(known for known, total in rows.items() if total < TOTAL_POINTS)
+    fixed = tmp_path / "sent_later.py"
+    fixed.write_text((classroom / f"{buggy}.py").read_text())
+    hangs = tmp_path / "hangs.py"
+    hangs.write_text((classroom / f"{name}.py").read_text() + "\n\ndef causal_mask(context_length):\n    while True:\n"
+                     "        pass\n")
+
+    def fresh(label):
+        out = tmp_path / label
+        shutil.copytree(uninterrupted, out)
+        return out, out / "results" / f"{name}.json", (out / "results" / f"{name}.json").read_bytes()
+
+    # 1. Ctrl-C while the new file is graded (a step that hangs): nothing of it is recorded.
+    out, path, before = fresh("while_grading")
+    files = {item: item.read_bytes() for item in out.rglob("*") if item.is_file() and item.name != ".grading.lock"}
+    began = time.monotonic()  # stopped once grading is under way (before: the old results file was gone then)
+    code, stderr = regrade_stopped(out, name, hangs, signal.SIGINT,
+                                   lambda: changed(path, before) or time.monotonic() > began + 15, "--time-limit", "60")
+    assert code == 130 and "nothing under way was recorded" in stderr and "Traceback" not in stderr, stderr
+    assert path.read_bytes() == before
+    assert {item: item.read_bytes() for item in files} == files and recorded_score(out, name) == TOTAL_POINTS
+
+    # 2. Ctrl-C once the new verdict is ready and journalled (before: once the results file changed): all of it is
+    # recorded.
+    out, path, before = fresh("verdict_ready")
+    code, stderr = regrade_stopped(out, name, fixed, signal.SIGINT,
+                                   lambda: (out / "class.pending.json").exists() or changed(path, before))
+    assert code == 130 and "Traceback" not in stderr, stderr
+    assert "nothing under way was recorded" not in stderr and "nothing is lost" in stderr, stderr
+    assert recorded_score(out, name) == rows[buggy]
+
+    # 3. kill -9 once the verdict is journalled (before: once the results file changed): the next command finishes.
+    out, path, before = fresh("killed")
+    code, stderr = regrade_stopped(out, name, fixed, signal.SIGKILL,
+                                   lambda: (out / "class.pending.json").exists() or changed(path, before))
+    assert code == -signal.SIGKILL, stderr
+    report = cli("report", "--out", out)
+    assert report.returncode == 0, report.stderr
+    assert "finished recording the regrade stopped earlier" in report.stderr, report.stderr
+    assert recorded_score(out, name) == rows[buggy] and not (out / "class.pending.json").exists()
