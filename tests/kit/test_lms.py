@@ -64,7 +64,7 @@ def read_csv(path):
 def canvas_roster(tmp_path):
     """A Canvas gradebook export: header, Points Possible row, one row per student."""
     rows = [[*CANVAS_HEADER, "Attention exercises (4242)", "Quiz 1 (777)"],
-            ["    Points Possible", "", "", "", "", "100.00", "10.00"]]
+            ["    Points Possible", "", "", "", "", f"{TOTAL_POINTS:.2f}", "10.00"]]
     rows += [[p["name"], p["id"], p["sis"], p["login"], "Section A", "", "7"] for p in class_of_30()]
     return write_csv(tmp_path / "canvas_export.csv", rows)
 
@@ -252,10 +252,10 @@ def test_canvas_scores_are_scaled_to_the_points_possible_of_the_exports_column(t
     without a Points Possible row, or whose cell is no number, keeps the kit's total with a note saying so."""
     people = class_of_30()[:3]
     graded = [result(f"x_{people[0]['id']}", 90, suite), result(f"y_{people[1]['id']}", 75, suite)]
-    for points_row, delimiter, written, scores in (
-            (["50.00", "10.00"], ",", "50", ["45", "37.5", ""]),
-            (["50,00", "10,00"], ";", "50", ["45", "37.5", ""]),  # a decimal-comma locale's export
-            (["200.00", "10.00"], ",", "200", ["180", "150", ""])):
+    for points_row, delimiter, written in ((["50.00", "10.00"], ",", "50"),
+                                           (["50,00", "10,00"], ";", "50"),  # a decimal-comma locale's export
+                                           (["200.00", "10.00"], ",", "200")):
+        scores = [on_scale(90, float(written)), on_scale(75, float(written)), ""]
         roster = canvas_export(tmp_path / "export.csv", points_row, delimiter)
         notes = lms.write_lms_files(tmp_path, graded, maxima, roster)
         _, rows = read_csv(tmp_path / "canvas_grades.csv")
@@ -278,11 +278,16 @@ def test_canvas_scores_are_scaled_to_the_points_possible_of_the_exports_column(t
         assert f"scores out of the kit's {TOTAL_POINTS:g}" in canvas_notes[0]
     # The kit's own total in the export, or no column of the kit's (Canvas creates it, out of the total): no note.
     plain = write_csv(tmp_path / "plain.csv", [CANVAS_HEADER, *([p["name"], p["id"], "", "", ""] for p in people)])
-    for roster in (canvas_export(tmp_path / "export.csv", ["100.00", "10.00"]), plain):
+    for roster in (canvas_export(tmp_path / "export.csv", [f"{TOTAL_POINTS:.2f}", "10.00"]), plain):
         notes = lms.write_lms_files(tmp_path, graded, maxima, roster)
         _, rows = read_csv(tmp_path / "canvas_grades.csv")
         assert rows[1][5] == f"{TOTAL_POINTS:g}" and [row[5] for row in rows[2:]] == ["90", "75", ""]
         assert not [note for note in notes if note.startswith("canvas_grades.csv")]
+
+
+def on_scale(score, maximum):
+    """`score` (of the kit's TOTAL_POINTS) on an LMS's `maximum`, written as the LMS files write it."""
+    return f"{round(score * maximum / TOTAL_POINTS, 4):g}"
 
 
 WORKSHEET_HEADER = ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
@@ -307,18 +312,20 @@ def test_moodle_grades_csv_is_on_the_worksheets_maximum_grade_as_the_worksheet_i
     notes = lms.write_lms_files(tmp_path, graded, maxima, worksheet(lambda maximum: maximum))
     _, sheet = read_csv(tmp_path / "moodle_worksheet.csv")
     _, grades = read_csv(tmp_path / "moodle_grades.csv")
-    assert [row[4] for row in sheet[1:]] == ["10", "9.525", "9.675", ""]
+    on_ten = [on_scale(100, 10), on_scale(95.25, 10), on_scale(96.75, 10), ""]
+    assert [row[4] for row in sheet[1:]] == on_ten
     assert grades[0] == ["Full name", "Email address", lms.ASSIGNMENT_TITLE]
-    assert [row[-1] for row in grades[1:]] == ["10", "9.525", "9.675", ""]
+    assert [row[-1] for row in grades[1:]] == on_ten
     assert f"moodle_worksheet.csv and moodle_grades.csv: scores scaled from {TOTAL_POINTS:g} to the assignment's " \
            "Maximum Grade 10 (Moodle skips, or refuses, a grade above the maximum)" in notes
     # The kit's total as Maximum Grade: the grades as they are, no note. A Maximum Grade that is no number: noted.
-    notes = lms.write_lms_files(tmp_path, graded, maxima, worksheet(lambda maximum: "100.00"))
+    notes = lms.write_lms_files(tmp_path, graded, maxima, worksheet(lambda maximum: f"{TOTAL_POINTS:.2f}"))
     assert [row[-1] for row in read_csv(tmp_path / "moodle_grades.csv")[1][1:]] == ["100", "95.25", "96.75", ""]
     assert not [note for note in notes if "Maximum Grade" in note]
     notes = lms.write_lms_files(tmp_path, graded, maxima, worksheet(lambda maximum: "Very good" if maximum == "10,00"
                                                                     else maximum))
-    assert [row[4] for row in read_csv(tmp_path / "moodle_worksheet.csv")[1][1:]] == ["10", "9.525", "96.75", ""]
-    assert [row[-1] for row in read_csv(tmp_path / "moodle_grades.csv")[1][1:]] == ["10", "9.525", "96.75", ""]
+    partly = [on_scale(100, 10), on_scale(95.25, 10), "96.75", ""]
+    assert [row[4] for row in read_csv(tmp_path / "moodle_worksheet.csv")[1][1:]] == partly
+    assert [row[-1] for row in read_csv(tmp_path / "moodle_grades.csv")[1][1:]] == partly
     assert any("the Maximum Grade of 1 worksheet row(s) is not a number (line 4 'Very good'): their scores are out "
                f"of the kit's {TOTAL_POINTS:g}" in note for note in notes), notes
