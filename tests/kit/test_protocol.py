@@ -187,3 +187,24 @@ def test_a_worker_that_ends_inside_a_plan_costs_what_it_costs_without_one(solved
     assert [(test.name, test.score, test.output) for test in planned.tests] == verdicts
     scaling = [score > 0 for name, score, _ in verdicts if name.startswith("scaling")]
     assert any(scaling) and not all(scaling), "the crash must come midway through the step's checks"
+
+
+def test_rewind_puts_numpys_generator_back_with_its_cached_gaussian():
+    """numpy's global state is read again only where its raw MT19937 bytes moved (session.numpy_state). A legacy
+    normal draw keeps a second gaussian without moving them: the state before a request that uses it up must still
+    be the one with the gaussian, and a rewind there must draw it again."""
+    import types
+
+    import numpy as np
+
+    module = types.SimpleNamespace(normal=lambda: torch.tensor(np.random.standard_normal()))
+    session = Session(module)
+    np.random.seed(7)
+    draw = wire.request("call", name="normal", args=[])
+    answers = session.handle(wire.request("batch", requests=[draw, draw, draw], plan=True,
+                                          expect=[True, True, True]))["answers"]
+    values = [float(wire.decode(answer["value"])) for answer in answers]
+    assert len(set(values)) == 3
+    for to in (1, 2, 1, 0):  # the second draw is the cached gaussian of the first; a rewind to it draws it again
+        assert session.handle(wire.request("rewind", to=to))["ok"]
+        assert float(wire.decode(session.handle(draw)["value"])) == values[to], to

@@ -6,6 +6,7 @@ runs: in the student's own interpreter for `make check`, in a sandboxed worker
 process for grading. It never judges anything.
 """
 
+import ctypes
 import itertools
 import random
 import traceback
@@ -26,6 +27,19 @@ def seed_all(seed, device):
         torch.manual_seed(seed)
 
 
+_MT19937_STATE_BYTES = 624 * 4 + 4  # numpy's mt19937_state: uint32 key[624], int pos
+
+
+def _numpy_raw_state():
+    """The raw state of numpy's global generator, or None where it cannot be read cheaply (numpy < 1.25, or a
+    global generator other than MT19937 set by the student)."""
+    get_bit_generator = getattr(np.random, "get_bit_generator", None)
+    generator = get_bit_generator() if get_bit_generator is not None else None
+    if type(generator).__name__ != "MT19937":
+        return None
+    return ctypes.string_at(generator.ctypes.state_address, _MT19937_STATE_BYTES)
+
+
 class Session:
     def __init__(self, module, device="cpu"):
         self.module = module
@@ -33,6 +47,7 @@ class Session:
         self.handles = {}
         self.batch_built = None  # while a batch runs: the handles its builds (and its batches') made, in order
         self.plan_states = []  # the random state before each request of the last plan batch, and after the last
+        self.numpy_last = None  # (numpy's raw generator bytes, np.random.get_state()) of the last numpy_state
 
     # -- dispatch ---------------------------------------------------------
     def handle(self, request):
@@ -113,7 +128,19 @@ class Session:
         """Every random generator student code may draw from without a seed of its own: torch's (the device's
         too), Python's and numpy's global ones."""
         cuda = torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None
-        return torch.get_rng_state(), cuda, random.getstate(), np.random.get_state()
+        return torch.get_rng_state(), cuda, random.getstate(), self.numpy_state()
+
+    def numpy_state(self):
+        """np.random.get_state(), read again only where numpy's global generator may have moved since the last
+        read. get_state builds its 624-entry key one entry at a time (about 100 us): a plan's states, taken
+        before and after each request, cost more than most requests. The generator's raw MT19937 state (key and
+        position, 2500 bytes) is compared instead, through numpy's public ctypes interface; a cached gaussian
+        (legacy normal draws use it up without moving the key) always reads again."""
+        raw = _numpy_raw_state()
+        last = self.numpy_last
+        if raw is None or last is None or raw != last[0] or last[1][3]:
+            self.numpy_last = last = raw, np.random.get_state()
+        return last[1]
 
     def op_rewind(self, request):
         """Back to the random state before request `to` of the last plan batch (see random_state)."""
@@ -126,6 +153,7 @@ class Session:
             torch.cuda.set_rng_state(cuda, self.device)
         random.setstate(python)
         np.random.set_state(numpy)
+        self.numpy_last = None  # the state set may carry a cached gaussian the last read had not
 
     @staticmethod
     def _built_handle(reference, built):
