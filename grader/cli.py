@@ -126,7 +126,7 @@ def grade_command(args):
             if slice_of_class:  # a shard's class files come from `merge`; its record carries the origins
                 class_record.write_record(out, record)
             else:
-                record = write_class_files(out, graded, maxima, record, sources=submissions)
+                record = recorded_class(out, graded, maxima, record, sources=submissions)
             where = out
         print(tables.score_table(graded, maxima, record.get("final")))
         print(f"\n{len(graded)} submission(s) graded in {time.monotonic() - started:.1f}s; results in {where}")
@@ -545,13 +545,30 @@ def regraded(out, name, path, record, suite, args):
         stop.graded = None  # the old verdict and the class files stand: the message must not count the staged one
         raise
     try:
-        class_record.write_pending(out, name, record)
+        class_record.write_pending(out, list(record.get("final") or {}), record, regrade=name)
         return finish_pending(out, maxima)
     except stopping.Stopped as stop:
         if not (Path(out) / class_record.PENDING).is_file():
             stop.graded = None
             raise
         return finish_pending(out, maxima)  # ends as stopped after (grader.stopping.late_exit): nothing lost
+
+
+def recorded_class(out, graded, maxima, record, sources):
+    """write_class_files under a journal (class_record.PENDING), for a class whose verdicts are all written: a
+    stop while the class files are written lets this run finish them (a second signal ends it at once, and the
+    next command on OUT finishes instead), so grades.csv, class.json, the LMS files and the report never
+    describe two different runs."""
+    class_record.write_pending(out, [result.name for result in graded], record)
+    try:
+        record = write_class_files(out, graded, maxima, record, sources=sources)
+    except stopping.Stopped:
+        record = write_class_files(out, graded, maxima, class_record.read_pending(out)["record"], sources=sources)
+    except UsageError:  # the LMS files refused, everything else written: recorded as far as it can be
+        done_pending(out)
+        raise
+    done_pending(out)  # a stop that came above ends the run after it returns (grader.stopping.late_exit)
+    return record
 
 
 def current_record(out):
@@ -564,9 +581,9 @@ def current_record(out):
 
 
 def finish_pending(out, maxima=None):
-    """Finish a regrade stopped after its verdict was ready (class_record.PENDING): move the staged verdict in,
-    write the class files, remove the journal. Returns (record, the class's results), or None when there was
-    none. Every command on OUT calls it first, holding OUT."""
+    """Finish the class files a stopped run journalled (class_record.PENDING): move a regrade's staged verdict
+    in, write the class files, remove the journal. Returns (record, the class's results), or None when there
+    was none. Every command on OUT calls it first, holding OUT."""
     out = Path(out)
     try:
         pending = class_record.read_pending(out)
@@ -574,16 +591,19 @@ def finish_pending(out, maxima=None):
         raise UsageError(f"{error}: remove it, then regrade that student again") from None
     if pending is None:
         return None
-    name, record = pending["regrade"], pending["record"]
-    staged = class_record.staged_result(out, name)
-    if staged.is_file():
+    name, record = pending.get("regrade"), pending["record"]
+    staged = class_record.staged_result(out, name) if name else None
+    if staged is not None and staged.is_file():
         try:
             os.replace(staged, out / "results" / f"{name}.json")
         except OSError as error:
             raise OutputError(f"cannot move {staged} into {out / 'results'}: {error.strerror or error}") from None
+    if name is None:  # a grade stopped midway through its class files: the integrity page may be the last run's
+        for stale in ("integrity.html", "integrity.csv"):
+            (out / stale).unlink(missing_ok=True)
     if maxima is None:
         maxima = max_points(discover())
-    graded = [results_io.read_results_json(out / "results" / f"{known}.json") for known in record.get("final") or {}
+    graded = [results_io.read_results_json(out / "results" / f"{known}.json") for known in pending["names"]
               if (out / "results" / f"{known}.json").is_file()]
     try:
         record = write_class_files(out, graded, maxima, record)
@@ -600,9 +620,9 @@ def done_pending(out):
 
 
 def finished_note(out, finished):
-    """Say that this command first finished a regrade an earlier run was stopped in."""
+    """Say that this command first finished the class files of a run stopped earlier."""
     if finished:
-        log.info(f"finished recording the regrade stopped earlier in {terminal(out)} (its verdict was ready): "
+        log.info(f"finished recording the run stopped earlier in {terminal(out)} (its verdicts were ready): "
                  "results, grades.csv, the LMS files, class.json and the report are now written")
 
 
@@ -624,7 +644,7 @@ def report_command(args):
     out = Path(args.out)
     if not (out / "results").is_dir():
         raise UsageError(f"{out} has no results/ folder: grade a class into it first (make grade OUT={out})")
-    if (out / class_record.PENDING).is_file():  # a regrade stopped after its verdict was ready: record it all
+    if (out / class_record.PENDING).is_file():  # a run stopped while writing its class files: record them all
         args.held.enter_context(hold_out(out))
         finished_note(out, finish_pending(out))
     if args.pages:

@@ -13,12 +13,14 @@ and, written with the class files (grades.csv, LMS files, report):
 
 Plain JSON, read by the report (which imports nothing from here) and by `merge` and `regrade`.
 
-OUT/class.pending.json is the journal of a regrade whose verdict is ready but whose records are not all
-written yet: {"regrade": name, "record": the class record to write}, the new verdict waiting in
-OUT/.regrade/results/<name>.json. Until it is there, the old results file and the class files stay as they
-were; once it is, every command on OUT (report, regrade, grade, merge) first finishes that regrade (moves
-the verdict in, writes the class files, removes the journal), so a stop at any moment leaves either the
-class as it was or a state the next command completes.
+OUT/class.pending.json is the journal of a run whose verdicts are ready but whose class files are not all
+written yet: {"names": the class's submissions, "record": the class record to write}, and for a regrade
+"regrade": its name, the new verdict waiting in OUT/.regrade/results/<name>.json (until it is there, the old
+results file and the class files stay as they were). `grade` writes one before the class files, a regrade once
+its verdict is staged; every command on OUT (report, regrade, grade, merge) first finishes what a journal
+names (moves a staged verdict in, writes the class files, removes the journal), so a stop at any moment
+leaves either the class as it was or a state the next command completes, never grades.csv of one run beside
+class.json or the LMS files of another.
 """
 
 import json
@@ -56,13 +58,17 @@ def staged_result(out: str | Path, name: str) -> Path:
     return Path(out) / STAGING / "results" / f"{name}.json"
 
 
-def write_pending(out: str | Path, name: str, record: Record) -> None:
-    """Journal a regrade of `name` whose verdict is staged (see the module's docstring)."""
-    write_atomic(Path(out) / PENDING, json.dumps({"regrade": name, "record": record}, ensure_ascii=False) + "\n")
+def write_pending(out: str | Path, names: list[str], record: Record, regrade: str | None = None) -> None:
+    """Journal the class files of `names` about to be written from `record`, after a regrade of `regrade`
+    whose verdict is staged, if given (see the module's docstring)."""
+    pending: dict[str, Any] = {"names": names, "record": record}
+    if regrade is not None:
+        pending["regrade"] = regrade
+    write_atomic(Path(out) / PENDING, json.dumps(pending, ensure_ascii=False) + "\n")
 
 
 def read_pending(out: str | Path) -> dict[str, Any] | None:
-    """The journal of a regrade left unfinished in OUT, or None. ValueError for one that cannot be read."""
+    """The journal of class files left unwritten in OUT, or None. ValueError for one that cannot be read."""
     path = Path(out) / PENDING
     if not path.is_file():
         return None
@@ -70,9 +76,10 @@ def read_pending(out: str | Path) -> dict[str, Any] | None:
         pending = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ValueError(f"{path} cannot be read ({error})") from None
-    if not (isinstance(pending, dict) and isinstance(pending.get("regrade"), str)
-            and isinstance(pending.get("record"), dict)):
-        raise ValueError(f"{path} is not a regrade journal of this grader")
+    if not (isinstance(pending, dict) and isinstance(pending.get("record"), dict)
+            and isinstance(pending.get("regrade", ""), str)
+            and isinstance(pending.get("names"), list) and all(isinstance(name, str) for name in pending["names"])):
+        raise ValueError(f"{path} is not a class-files journal of this grader")
     return pending
 
 

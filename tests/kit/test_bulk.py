@@ -233,8 +233,14 @@ def as_typed():
 def regrade_stopped(out, name, submission, number, when, *more):
     """`regrade name --submission FILE` in its own process group, signalled (the group) as soon as `when()`;
     (exit code, stderr)."""
-    process = subprocess.Popen([sys.executable, "-m", "grader", "regrade", name, "--out", str(out), "--submission",
-                                str(submission), *more], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return stopped_command(["regrade", name, "--out", out, "--submission", submission, *more], number, when)
+
+
+def stopped_command(arguments, number, when):
+    """`python -m grader ARGUMENTS` in its own process group, signalled (the group) as soon as `when()`;
+    (exit code, stderr)."""
+    process = subprocess.Popen([sys.executable, "-m", "grader", *map(str, arguments)], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True, preexec_fn=as_typed)
     deadline = time.monotonic() + 300
     while process.poll() is None and not when() and time.monotonic() < deadline:
@@ -313,5 +319,50 @@ def test_a_regrade_stopped_at_any_moment_leaves_a_class_whose_records_agree(clas
     assert code == -signal.SIGKILL, stderr
     report = cli("report", "--out", out)
     assert report.returncode == 0, report.stderr
-    assert "finished recording the regrade stopped earlier" in report.stderr, report.stderr
+    assert "finished recording the run stopped earlier" in report.stderr, report.stderr
     assert recorded_score(out, name) == rows[buggy] and not (out / "class.pending.json").exists()
+
+
+def test_a_grade_stopped_while_writing_its_class_files_leaves_records_that_agree(classroom, uninterrupted, tmp_path):
+    """Before: `grade` wrote grades.csv, the LMS files, class.json and the report one after the other with nothing
+    to say it had begun: a kill -9 after grades.csv left grades.csv of this run beside class.json (and the report)
+    of the last, and a later `grader report` exited 0 over the two. Now the class files are journalled
+    (class.pending.json) first: a Ctrl-C then finishes them (exit 130, "nothing is lost") and after a kill -9 the
+    next command on OUT (here `grader report`) finishes them; every record gives the new, overridden total."""
+    rows = {row["submission"]: float(row["total"]) for row in csv.DictReader((uninterrupted / "grades.csv").open())}
+    name = next(known for known, total in rows.items() if total == TOTAL_POINTS)
+    overrides = tmp_path / "overrides.csv"
+    overrides.write_text(f"student,step,points,reason\n{name},{STEP_KEYS[0]},0,copied from the book\n")
+    from grader.chapter import STEPS
+
+    expected = TOTAL_POINTS - STEPS[0].points
+
+    def stopped(label, number):
+        out = tmp_path / label
+        shutil.copytree(uninterrupted, out)
+        grades = (out / "grades.csv").read_bytes()
+        code, stderr = stopped_command(["grade", classroom, "--out", out, "--overrides", overrides], number,
+                                       lambda: (out / "class.pending.json").exists() or changed(out / "grades.csv",
+                                                                                                 grades))
+        return out, code, stderr
+
+    def recorded(out):
+        import json
+
+        totals = {"class.json": json.loads((out / "class.json").read_text())["final"][name]["total"],
+                  "grades.csv": next(float(row["total"]) for row in csv.DictReader((out / "grades.csv").open())
+                                     if row["submission"] == name)}
+        assert set(totals.values()) == {expected}, totals
+        assert ": overridden" in (out / "report.html").read_text()
+        assert not (out / "class.pending.json").exists()
+
+    out, code, stderr = stopped("interrupted", signal.SIGINT)
+    assert code == 130 and "Traceback" not in stderr and "nothing is lost" in stderr, stderr
+    recorded(out)
+
+    out, code, stderr = stopped("killed", signal.SIGKILL)
+    assert code == -signal.SIGKILL, stderr
+    report = cli("report", "--out", out)
+    assert report.returncode == 0, report.stderr
+    assert "finished recording the run stopped earlier" in report.stderr, report.stderr
+    recorded(out)
