@@ -195,7 +195,7 @@ def merge_command(args):
     record = with_roster_and_overrides(record, args)
     record = with_the_slices_inputs(record, dict(zip(args.shards, slices)), args)
     check_class_inputs(record, [result.name for result in graded])
-    record = write_class_files(out, graded, maxima, record, sources=code)  # the slices' code: the integrity page's
+    record = recorded_class(out, graded, maxima, record, sources=code)  # the slices' code: the integrity page's
     print(tables.score_table(graded, maxima, record.get("final")))
     print(f"\nmerged {len(args.shards)} shard(s), {len(graded)} submission(s), into {out}")
     return 0
