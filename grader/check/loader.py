@@ -64,7 +64,8 @@ class Loaded:
 
 
 _LEFT_OUT = re.compile(r".*?: (?:`.*` was not (?:loaded|run): |the cell under `.*` was not loaded: "
-                       r"|its cells were last run out of order |this \.py holds a Jupyter notebook )"
+                       r"|its cells were last run out of order |this \.py holds a Jupyter notebook "
+                       r"|this \.ipynb holds Python source, )"
                        r"|\.\.\. and \d+ more problems like these\.$", re.DOTALL)
 
 
@@ -101,6 +102,8 @@ def read_chunks(path):
                               "save it with UTF-8 encoding and submit again.")
     if b"\x00" in raw:
         raise SubmissionError(f"{path.name} is not a text file (it contains binary data); submit your .py or .ipynb.")
+    if path.suffix == ".ipynb" and _saved_python(raw):
+        return _python_saved_as_notebook(path.name, _decode(path.name, raw, _python_encoding(path.name, raw)))
     if path.suffix == ".ipynb":
         return _guarded_notebook_chunks(path.name, _decode(path.name, raw, "utf-8-sig"))  # JSON is UTF-8
     text = _decode(path.name, raw, _python_encoding(path.name, raw))
@@ -153,6 +156,25 @@ def _notebook_saved_as_python(name, text):
     chunks[0].notes.insert(0, f"{name}: this .py holds a Jupyter notebook (its JSON), so it was read as the "
                               "notebook it is, cell by cell; submit a notebook as .ipynb.")
     return chunks
+
+
+# A line only Python starts so: a statement at the left margin (a notebook's JSON starts with "{").
+_PYTHON_LINE = re.compile(rb"^(?:def|class|import|from|if __name__)\b", re.MULTILINE)
+
+
+def _saved_python(raw):
+    """True for an .ipynb that holds Python source (a .py renamed, or "Download as .py" saved under the
+    notebook's name): no notebook starts with anything but "{", and Python has statements at the margin."""
+    start = raw.removeprefix(b"\xef\xbb\xbf").lstrip()
+    return not start.startswith(b"{") and _PYTHON_LINE.search(raw) is not None
+
+
+def _python_saved_as_notebook(name, text):
+    """An .ipynb holding Python source, graded as the .py it is, with a note that says so."""
+    chunk = Chunk(text, name)
+    chunk.notes.append(f"{name}: this .ipynb holds Python source, not a notebook, so it was read as the .py "
+                       "file it is; submit a .py file under a .py name.")
+    return [chunk]
 
 
 def _guarded_notebook_chunks(name, text):

@@ -90,6 +90,7 @@ def folder_of_bad_submissions(folder, clean, solution_notebook):
         "utf16.py": clean.encode("utf-16"),  # with a BOM: Windows Notepad's "Unicode", PowerShell 5's `>`
         "utf16le.py": ("# caf\u00e9\n" + clean).encode("utf-16-le"),
         "nbpy.py": solution_notebook,  # a notebook saved (or renamed) as .py
+        "pyipynb.ipynb": clean,  # a .py saved (or renamed) as .ipynb
         "syntax.py": clean.replace("def causal_mask(context_length):", "def causal_mask(context_length)"),
         "broken.ipynb": "{not json",
         "julia.ipynb": notebook_text("julia", ["println(1)"]),
@@ -130,7 +131,7 @@ def test_the_good_submission_keeps_full_marks(folder_run):
 
 
 def test_every_submission_has_a_results_file_and_a_row(folder_run):
-    names = {"good", "empty", "junk", "latin1", "utf16", "utf16le", "nbpy", "syntax", "broken", "julia", "deep",
+    names = {"good", "empty", "junk", "latin1", "utf16", "utf16le", "nbpy", "pyipynb", "syntax", "broken", "julia", "deep",
              "odd_metadata", "huge", "nan", "wrong_type", "meta", "alice.py", "alice.ipynb", "alice_smith",
              "alice_smith-2"}
     assert set(folder_run.grades) == names
@@ -166,6 +167,17 @@ def test_a_notebook_saved_as_py_is_graded_as_the_notebook_it_is(folder_run):
         in data["output"]
     submission = next(each for each in report.load(folder_run.out)[0] if each.name == "nbpy")
     assert not report.load_errors(submission)  # the note costs nothing: the report counts no code that did not load
+
+
+def test_a_py_saved_as_ipynb_is_graded_as_the_python_it_is(folder_run):
+    """Before: "pyipynb.ipynb is not a valid notebook (JSON error at line 1 ...)": 0 for a correct solution
+    saved under a notebook's name. Now: graded as the .py it is, with a note that says so and costs nothing."""
+    data = folder_run.results("pyipynb")
+    assert data["score"] == TOTAL_POINTS, data["output"][:2000]
+    assert "pyipynb.ipynb: this .ipynb holds Python source, not a notebook, so it was read as the .py file it is" \
+        in data["output"]
+    submission = next(each for each in report.load(folder_run.out)[0] if each.name == "pyipynb")
+    assert not report.load_errors(submission)
 
 
 @pytest.mark.parametrize("content", [b"\xff\xfe" + "x = 1\n".encode("utf-16-le"),
