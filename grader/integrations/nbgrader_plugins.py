@@ -7,7 +7,10 @@ collects nothing and still exits 0. This one recognises:
     (also one zip per student named by the id: <student id>.zip holding attention.ipynb);
   * a Canvas bulk download: <name>[_LATE]_<Canvas user id>_<file id>_attention.ipynb, where the student
     id is the Canvas user id (import students with those ids: the `ID` column of the gradebook export).
-A resubmission that Canvas renamed (`attention-1.ipynb`) is collected as attention.ipynb.
+A resubmission that Canvas renamed (`attention-1.ipynb`) is collected as attention.ipynb, and where a
+student's download holds several copies of one notebook only the latest is collected (the highest Canvas
+file id, then the highest copy number), the others skipped with a line that names it: nbgrader would
+otherwise stop at "Duplicate submission file. No timestamps for comparison".
 
 QuietOverwriteCells: nbgrader's OverwriteCells, minus one warning per hidden-test cell per notebook.
 The released notebook never holds the hidden tests (ClearHiddenTests removed them), so every hidden
@@ -24,9 +27,9 @@ from typing import Any
 from nbgrader.plugins import FileNameCollectorPlugin
 from nbgrader.preprocessors import OverwriteCells
 
-CANVAS = re.compile(r"^.+?(?:_late)?_(?P<student_id>\d+)_\d+_(?P<file_id>.+?)(?:-\d+)?(?P<ext>\.ipynb)$",
-                    re.IGNORECASE)
-RESUBMITTED = re.compile(r"^(?P<stem>.+?)-\d+(?P<ext>\.ipynb)$")
+CANVAS = re.compile(r"^.+?(?:_late)?_(?P<student_id>\d+)_(?P<upload>\d+)_(?P<file_id>.+?)(?:-(?P<copy>\d+))?"
+                    r"(?P<ext>\.ipynb)$", re.IGNORECASE)
+RESUBMITTED = re.compile(r"^(?P<stem>.+?)-(?P<copy>\d+)(?P<ext>\.ipynb)$")
 BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 
 
@@ -36,16 +39,46 @@ class KitCollector(FileNameCollectorPlugin):
     def collect(self, submitted_file: str) -> dict[str, str] | None:
         if os.path.splitext(submitted_file)[1] not in self.valid_ext:
             return None
+        found = self.owner(submitted_file)
+        if found is None:
+            self.log.warning("Skipped %s: put each student's notebook in a folder named by their student id",
+                             os.path.basename(submitted_file))
+            return None
+        later = self.later_copy(submitted_file, found)
+        if later is not None:
+            self.log.warning("Skipped %s: %s is a later upload of the same notebook by student %s",
+                             os.path.basename(submitted_file), os.path.basename(later), found[0])
+            return None
+        return {"student_id": found[0], "file_id": found[1]}
+
+    @staticmethod
+    def owner(submitted_file: str) -> tuple[str, str, tuple[int, int]] | None:
+        """(student id, notebook name, upload order) of a file, or None where nothing says whose it is."""
         name = os.path.basename(submitted_file)
         canvas = CANVAS.match(name)
         if canvas:
-            return {"student_id": canvas["student_id"], "file_id": canvas["file_id"] + canvas["ext"]}
+            return (canvas["student_id"], canvas["file_id"] + canvas["ext"],
+                    (int(canvas["upload"]), int(canvas["copy"] or 0)))
         folder = os.path.basename(os.path.dirname(submitted_file))
         if folder in ("", "extracted", "archive"):
-            self.log.warning("Skipped %s: put each student's notebook in a folder named by their student id", name)
             return None
         resubmitted = RESUBMITTED.match(name)
-        return {"student_id": folder, "file_id": resubmitted["stem"] + resubmitted["ext"] if resubmitted else name}
+        if resubmitted:
+            return folder, resubmitted["stem"] + resubmitted["ext"], (0, int(resubmitted["copy"]))
+        return folder, name, (0, 0)
+
+    def later_copy(self, submitted_file: str, found: tuple[str, str, tuple[int, int]]) -> str | None:
+        """Another file beside this one that is the same student's same notebook, uploaded later."""
+        folder = os.path.dirname(submitted_file)
+        for other in sorted(os.listdir(folder or ".")):
+            path = os.path.join(folder, other)
+            if path == submitted_file or os.path.splitext(other)[1] not in self.valid_ext:
+                continue
+            theirs = self.owner(path)
+            if theirs is not None and theirs[:2] == found[:2] and (theirs[2], other) > (found[2], os.path.basename(
+                    submitted_file)):
+                return path
+        return None
 
 
 def released_form(source: str) -> str:

@@ -1,0 +1,47 @@
+"""The course's nbgrader collector (grader/integrations/nbgrader_plugins.py, copied into the course as
+kit_nbgrader.py): which file of an LMS download is whose, and which copy is collected. The real nbgrader
+plugin class, called as `nbgrader zip_collect` calls it (one file at a time)."""
+
+import pytest
+
+from grader.integrations.nbgrader_plugins import KitCollector
+
+
+def collected(folder):
+    """{file name: what the collector returns for it} over every file of `folder` (nested one level)."""
+    collector = KitCollector()
+    return {str(path.relative_to(folder)): collector.collect(str(path)) for path in sorted(folder.rglob("*"))
+            if path.is_file()}
+
+
+@pytest.mark.parametrize("files, kept", [
+    (["alice_123_901_attention.ipynb", "alice_123_903_attention-1.ipynb"], "alice_123_903_attention-1.ipynb"),
+    (["alice_123_905_attention.ipynb", "alice_123_903_attention-1.ipynb"], "alice_123_905_attention.ipynb"),
+    (["alicelate_123_901_attention-2.ipynb", "alicelate_123_901_attention-1.ipynb"],
+     "alicelate_123_901_attention-2.ipynb"),
+], ids=["canvas copy uploaded later", "canvas file id decides over the copy mark", "same upload, higher copy"])
+def test_a_canvas_download_with_two_copies_collects_the_latest_only(tmp_path, files, kept):
+    """Before: both copies were collected as attention.ipynb of student 123, and nbgrader stopped with
+    "Duplicate submission file. No timestamps for comparison" (or, in the other order, nothing said which
+    was graded). Now the latest upload (highest Canvas file id, then copy number) is collected, the other skipped."""
+    for name in files:
+        (tmp_path / name).write_text("{}")
+    found = collected(tmp_path)
+    assert found.pop(kept) == {"student_id": "123", "file_id": "attention.ipynb"}
+    assert set(found.values()) == {None}
+
+
+def test_a_student_folder_with_a_renamed_copy_collects_the_copy_and_other_students_are_untouched(tmp_path):
+    extracted = tmp_path / "extracted"  # where nbgrader zip_collect unpacks the download
+    for name in ("s1/attention.ipynb", "s1/attention-1.ipynb", "s2/attention.ipynb", "s3/attention-1.ipynb",
+                 "s3/notes.ipynb", "loose.ipynb"):
+        (extracted / name).parent.mkdir(parents=True, exist_ok=True)
+        (extracted / name).write_text("{}")
+    assert collected(extracted) == {
+        "loose.ipynb": None,  # in no student's folder: whose it is, nothing says
+        "s1/attention-1.ipynb": {"student_id": "s1", "file_id": "attention.ipynb"},
+        "s1/attention.ipynb": None,
+        "s2/attention.ipynb": {"student_id": "s2", "file_id": "attention.ipynb"},
+        "s3/attention-1.ipynb": {"student_id": "s3", "file_id": "attention.ipynb"},
+        "s3/notes.ipynb": {"student_id": "s3", "file_id": "notes.ipynb"},
+    }
