@@ -21,15 +21,6 @@ from pathlib import Path
 PREFIX = "attention-grader"
 CONTROLLERS = ("memory", "pids", "cpu")
 CPU_PERIOD_US = 100_000
-_lock = threading.Lock()
-_counter = 0
-_swept = False
-
-
-def forget_after_fork():
-    """In a forked child: a fresh lock (the parent's may have been held by a thread the child lacks)."""
-    global _lock
-    _lock = threading.Lock()
 
 
 def _write(path, text):
@@ -107,6 +98,29 @@ def _sweep_stale(folders):
                     pass
 
 
+class Groups:
+    """Where one grading process makes its submissions' groups: names unique on the machine (the creator's
+    pid, then a count) and, once, the sweep of what dead graders left. Owned by the process's worker pool
+    (a forked judge makes a pool, and so a Groups, of its own: no lock is inherited from a parent's thread)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._count = 0
+        self._swept = False
+
+    def create(self, memory_bytes, pids, cpus=1.0):
+        """New groups with these limits (a Cgroup), or None where no controller can be used."""
+        bases = _bases()
+        v2 = bases.pop("", None)
+        with self._lock:
+            self._count += 1
+            name = f"{os.getpid()}-{self._count}"
+            if not self._swept:
+                self._swept = True
+                _sweep_stale([base / PREFIX for base in [*bases.values(), v2] if base is not None])
+        return Cgroup.create(name, bases, v2, memory_bytes, pids, cpus)
+
+
 class Cgroup:
     """The groups of one submission: {key: folder}, and the limits that were applied."""
 
@@ -115,18 +129,10 @@ class Cgroup:
         self.limits = limits
 
     @classmethod
-    def create(cls, memory_bytes, pids, cpus=1.0):
-        """New groups with these limits, or None where no controller can be used."""
-        global _counter, _swept
-        bases = _bases()
-        v2 = bases.pop("", None)
+    def create(cls, name, bases, v2, memory_bytes, pids, cpus):
+        """New groups `name` below `bases` (v1, by controller) and `v2`, or None where no controller can be
+        used (see Groups.create)."""
         available = _v2_controllers(v2)
-        with _lock:
-            _counter += 1
-            name = f"{os.getpid()}-{_counter}"
-            if not _swept:
-                _swept = True
-                _sweep_stale([base / PREFIX for base in [*bases.values(), v2] if base is not None])
         dirs, limits = {}, {}
         want = {"memory": {}, "pids": {}, "cpu": {}}
         if memory_bytes:

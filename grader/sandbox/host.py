@@ -58,9 +58,10 @@ class Protections:
         return f"; {BASIC_VIEW_OPEN if 'landlock view' in self.on else BASIC_OPEN}"
 
 
-def probe(uids, prepare_isolation):
+def probe(uids, groups, prepare_isolation):
     """What this machine allows: a throwaway sealed child per mode tried. `uids` lends the probe a private
-    uid (as root); `prepare_isolation()` is called before a mode whose private uid must reach Python."""
+    uid (as root), `groups` (cgroups.Groups) a throwaway cgroup; `prepare_isolation()` is called before a
+    mode whose private uid must reach Python."""
     off = []
     try:
         bpf = seccomp.program()
@@ -88,7 +89,7 @@ def probe(uids, prepare_isolation):
     finally:
         if uid is not None:
             uids.give_back(uid)
-    group = cgroups.Cgroup.create(64 << 20, 8)
+    group = groups.create(64 << 20, 8)
     controllers = tuple(sorted(group.limits)) if group is not None else ()
     if group is not None:
         group.remove()

@@ -28,6 +28,7 @@ class WorkerPool:
     def __init__(self, parent=None):
         self.pid = os.getpid()
         self.uids = processes.UidPool()
+        self.cgroups = cgroups.Groups()  # this process's: a forked judge's pool makes its own
         self.require_sandbox = False  # the CLI's --require-sandbox: no worker without every protection
         self.presealing = False  # seal the next workers while the current ones are graded (the CLI turns it on)
         self._found = None  # host.Protections, once probed
@@ -48,7 +49,6 @@ class WorkerPool:
         self.require_sandbox, self.presealing = parent.require_sandbox, parent.presealing
         self._found, self._prepared, self._server = parent._found, parent._prepared, parent._server
         parent._forget()
-        cgroups.forget_after_fork()  # the cgroup counter's lock: module state of `cgroups`, renewed here
 
     def _forget(self):
         """This pool was the parent's: close the child's copies of its descriptors (no lock is taken: a
@@ -65,7 +65,7 @@ class WorkerPool:
         """What this machine allows, probed once per run (a throwaway sealed child per mode tried)."""
         with self._host_lock:
             if self._found is None:
-                self._found = host.probe(self.uids, self.prepare_isolation)
+                self._found = host.probe(self.uids, self.cgroups, self.prepare_isolation)
             return self._found
 
     def prepare_isolation(self):

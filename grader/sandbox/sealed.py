@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from multiprocessing import connection
 
 from grader.check import wire
-from grader.sandbox import cgroups, processes, seal, seccomp, servers
+from grader.sandbox import processes, seal, seccomp, servers
 from grader.sandbox.entry import PROCESS_LIMIT
 
 SETUP_SECONDS = 30.0  # a worker that is not sealed by then is broken (not the student's time)
@@ -50,7 +50,7 @@ class SealedWorker:
         self.cgroup = None
         if found.cgroups:
             headroom = CGROUP_HEADROOM["cuda" if config.device.startswith("cuda") else "cpu"]
-            self.cgroup = cgroups.Cgroup.create(config.memory_limit + headroom, PROCESS_LIMIT)
+            self.cgroup = pool.cgroups.create(config.memory_limit + headroom, PROCESS_LIMIT)
         self.report, self.pid1, self.pidfd, self.baseline, self.closed = None, None, None, 0, False
         self.process = self.conn = None
         try:

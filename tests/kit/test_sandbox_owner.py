@@ -162,3 +162,62 @@ def test_a_fork_server_that_ended_is_replaced():
         assert _parent_of(transport.process.pid) == pool.current().server().pid != gone.pid
     finally:
         transport.close()
+
+
+# The module-level state left in grader/sandbox/, each with the reason it is per process rather than per pool.
+MODULE_STATE = {
+    "pool._CURRENT": "the owner itself: this process's WorkerPool (a forked judge finds its parent's and makes its own)",
+    "pool._CREATING": "the lock that makes `current()` create one pool per process",
+    "servers._SERVER": "the run's one fork server, shared by every judge forked from the run",
+    "seal._STAGES": "the stage timings of the sealing child, in that child only (the probe's report)",
+}
+
+
+MUTATORS = ("append", "extend", "insert", "pop", "popitem", "clear", "update", "setdefault", "add", "discard",
+            "remove")
+
+
+def _module_state():
+    """Module-level names of grader/sandbox/ that hold state: a lock (or event, condition...), a name a
+    `global` rebinds, or a list, dict or set the module changes (an item stored, or a mutating method called);
+    constant tables are not state."""
+    import ast
+
+    found = set()
+    for path in sorted((ROOT / "grader" / "sandbox").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        changed = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del))
+                    or isinstance(node, ast.Attribute) and node.attr in MUTATORS):
+                inner = node.value
+                while isinstance(inner, ast.Subscript):  # _STAGES["marks"][name] = ... changes _STAGES
+                    inner = inner.value
+                if isinstance(inner, ast.Name):
+                    changed.add(inner.id)
+        for node in tree.body:
+            if not isinstance(node, ast.Assign):
+                continue
+            for target in node.targets:
+                if not isinstance(target, ast.Name):
+                    continue
+                lock = isinstance(node.value, ast.Call) and ast.unparse(node.value.func).endswith(
+                    ("Lock", "RLock", "Event", "Condition", "Semaphore"))
+                if lock or target.id in changed:
+                    found.add(f"{path.stem}.{target.id}")
+    return found
+
+
+def test_the_sandbox_keeps_no_state_at_module_level_but_the_owners_pointer_and_the_run_s_fork_server():
+    """Before: cgroups.py kept its name counter, sweep flag and lock at module level (a `global` rebound after
+    every fork by a hook the pool called). Now a cgroups.Groups is the pool's, made in each process with it; what
+    module state remains is listed here with its reason, and a new one fails this test until it is."""
+    assert _module_state() == set(MODULE_STATE)
+
+
+def test_a_forked_judge_names_its_cgroups_with_a_lock_of_its_own():
+    parent = pool.current()
+    with parent.cgroups._lock:  # held by a thread of the parent at the fork: the child must not wait on it
+        seen = _in_child(lambda: (pool.current().cgroups is not parent.cgroups,
+                                  not pool.current().cgroups._lock.locked()))
+    assert seen == "(True, True)"
