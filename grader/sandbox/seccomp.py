@@ -50,6 +50,10 @@ DENIED = (
 # uptime, memory and swap (what /proc/loadavg, /proc/meminfo and /proc/uptime, masked by seal.py, would say);
 # glibc's getloadavg and sysconf(_SC_PHYS_PAGES) read it, no solution does (the driver may size its pools by it).
 DENIED_ON_CPU = ("memfd_create", "sysinfo")
+# The sizes of the filesystems the view shows: the machine's disk (its size and free space) and devtmpfs, whose
+# size is half the machine's memory (statvfs on /dev/null). glibc's statvfs, pathconf and shutil.disk_usage ask
+# statfs; no solution does. ENOSYS: callers treat the figure as unknown. Kept on CUDA (the driver's own).
+FIGURES_ON_CPU = ("statfs", "fstatfs", "ustat")
 # Without namespaces (the basic mode) the worker shares the machine's files, processes and IPC: it may read what
 # its uid may read, but it changes nothing. SysV IPC is the machine's (seal.py gives the namespace modes a private
 # one); no file, folder or link is created, renamed, removed or changed anywhere (it would outlive the sandbox and
@@ -67,8 +71,26 @@ DENIED_WITHOUT_NAMESPACES = (
 # O_DIRECTORY: only its own bit is compared.
 O_CREAT, O_TRUNC, O_TMPFILE_BIT = 0o100, 0o1000, 0o20000000
 # fcntl commands refused: a pipe larger than its default 64 KiB (the user's pipe allowance, fs.pipe-user-pages-*,
-# and memory no rlimit counts), and POSIX byte-range locks (one kernel object per range, without bound).
-F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_SETPIPE_SZ = 6, 7, 37, 38, 1031
+# and memory no rlimit counts), POSIX byte-range locks (one kernel object per range, without bound) and the
+# questions about locks and leases: the view's files are the machine's own inodes, so a lock or lease one sandbox
+# takes is seen by every other (two submissions graded at once passed a whole solution through them, bit by bit).
+F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW = 5, 6, 7, 36, 37, 38
+F_SETLEASE, F_GETLEASE, F_NOTIFY, F_SETPIPE_SZ = 1024, 1025, 1026, 1031
+FCNTL_REFUSED = {F_SETPIPE_SZ: errno.EPERM, F_SETLEASE: errno.EPERM, F_GETLEASE: errno.EPERM, F_NOTIFY: errno.EPERM,
+                 **{command: errno.ENOLCK for command in (F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK,
+                                                          F_OFD_SETLKW)}}
+# An int argument is compared on its low 32 bits only: the kernel reads no more of it, so `F_SETLK | 1 << 32`
+# compared as 64 bits passed the filter and still took a lock.
+LOW_32_BITS = 0xFFFFFFFF
+# Calls that act on another process by its pid (or process group, or user): its resource limits, scheduling
+# policy, CPUs, nice value and I/O priority. Without a PID namespace (the basic mode) the grader and every other
+# process of the grading user are in reach: RLIMIT_CPU = 1 s on the judge ended the run without grades.csv.
+# Allowed on the worker itself only (pid 0, as glibc calls them); refused for any other target. (argument index
+# of the pid, and of the "which" that must be "a process" where the call has one: PRIO_PROCESS 0,
+# IOPRIO_WHO_PROCESS 1)
+OWN_PROCESS_ONLY = {"prlimit64": (0, None), "sched_setaffinity": (0, None), "sched_setscheduler": (0, None),
+                    "sched_setparam": (0, None), "sched_setattr": (0, None), "setpriority": (1, (0, 0)),
+                    "ioprio_set": (1, (0, 1))}
 # <linux/sched.h>: the namespace flags clone(2) must not carry
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080)
 # Sockets of every family are refused: a solution needs none, and without a memory cgroup (an ordinary user)
@@ -76,7 +98,7 @@ NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0
 # exists before the filter loads. On CUDA, unix sockets stay (the driver may talk to its daemons over them).
 AF_UNIX = 1
 SCMP_ACT_ALLOW = 0x7FFF0000
-SCMP_CMP_EQ, SCMP_CMP_GE, SCMP_CMP_MASKED_EQ = 4, 5, 7
+SCMP_CMP_NE, SCMP_CMP_EQ, SCMP_CMP_GE, SCMP_CMP_MASKED_EQ = 1, 4, 5, 7
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 
 
@@ -135,14 +157,20 @@ def program(unix_sockets=False, basic=False):
 
         for name in DENIED + (() if unix_sockets else DENIED_ON_CPU) + (DENIED_WITHOUT_NAMESPACES if basic else ()):
             refuse(name, errno.EPERM)
-        refuse("fcntl", errno.EPERM, _ArgCmp(1, SCMP_CMP_EQ, F_SETPIPE_SZ, 0))
+        for name in () if unix_sockets else FIGURES_ON_CPU:
+            refuse(name, errno.ENOSYS)
+        for command, code in FCNTL_REFUSED.items():
+            refuse("fcntl", code, _ArgCmp(1, SCMP_CMP_MASKED_EQ, LOW_32_BITS, command))
+        refuse("flock", errno.ENOLCK)  # a whole-file lock is as visible to other sandboxes as a byte range
+        for call, (pid, which) in OWN_PROCESS_ONLY.items():
+            refuse(call, errno.EPERM, _ArgCmp(pid, SCMP_CMP_NE, 0, 0))  # any other pid (64 bits: 1 << 32 too)
+            if which is not None:
+                refuse(call, errno.EPERM, _ArgCmp(which[0], SCMP_CMP_NE, which[1], 0))
         if basic:
             for flag in (O_CREAT, O_TRUNC, O_TMPFILE_BIT):
                 refuse("open", errno.EPERM, _ArgCmp(1, SCMP_CMP_MASKED_EQ, flag, flag))
                 refuse("openat", errno.EPERM, _ArgCmp(2, SCMP_CMP_MASKED_EQ, flag, flag))
             refuse("openat2", errno.ENOSYS)  # its flags sit in memory no filter reads: glibc falls back to openat
-        for command in (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW):
-            refuse("fcntl", errno.ENOLCK, _ArgCmp(1, SCMP_CMP_EQ, command, 0))
         # setsid succeeds and does nothing: without a cpu cgroup, the kernel's autogroups (one per session)
         # then give the whole sandbox one share of the CPU however many processes it starts.
         refuse("setsid", 0)

@@ -422,3 +422,81 @@ def test_a_sandbox_sharing_the_users_uid_gets_a_budget_of_pipes(mode):
     made = answer["answer"]
     assert made["made"] == seccomp.PIPE_BUDGET and made["refused"] == errno.EMFILE, made
     assert made["child"] == 3, "a child of the sandbox made a pipe past the budget"
+
+
+def _modes_and_basic():
+    """Every mode a worker may be sealed in here: the namespace modes, and the basic mode (its filter)."""
+    return [*_namespace_modes(), pytest.param("basic", None, id="basic")]
+
+
+def _refused(call):
+    """The errno name `call()` failed with, or "allowed"."""
+    import errno
+
+    try:
+        call()
+    except OSError as error:
+        return errno.errorcode.get(error.errno, str(error.errno))
+    return "allowed"
+
+
+def _sharing_and_reaching(judge_pid, locked_path):
+    """What a sealed process can do to files other sandboxes see and to processes other than itself."""
+    import ctypes
+    import fcntl
+    import resource
+    import struct
+
+    from grader.sandbox import seccomp
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    resolve = seccomp._library().seccomp_syscall_resolve_name
+    fcntl_number = resolve(b"fcntl")
+
+    def raw_fcntl(fd, command, argument):
+        """fcntl with a 64-bit command, as the kernel is called (Python's fcntl takes a C int)."""
+        libc.syscall.restype = ctypes.c_long
+        result = libc.syscall(ctypes.c_long(fcntl_number), ctypes.c_long(fd), ctypes.c_ulong(command),
+                              ctypes.c_void_p(argument))
+        if result < 0:
+            raise OSError(ctypes.get_errno(), "fcntl")
+
+    lock = ctypes.create_string_buffer(struct.pack("hhqqi", fcntl.F_RDLCK, 0, 0, 1, 0), 32)
+    fd = os.open(locked_path, os.O_RDONLY)
+    read_end, write_end = os.pipe()
+    other = judge_pid
+    return {
+        "F_SETLK": _refused(lambda: raw_fcntl(fd, fcntl.F_SETLK, ctypes.addressof(lock))),
+        "F_SETLK | 1 << 32": _refused(lambda: raw_fcntl(fd, fcntl.F_SETLK | 1 << 32, ctypes.addressof(lock))),
+        "F_GETLK | 1 << 32": _refused(lambda: raw_fcntl(fd, fcntl.F_GETLK | 1 << 32, ctypes.addressof(lock))),
+        "F_OFD_GETLK": _refused(lambda: raw_fcntl(fd, 36, ctypes.addressof(lock))),
+        "F_GETLEASE": _refused(lambda: raw_fcntl(fd, 1025, 0)),
+        "F_SETPIPE_SZ | 1 << 32": _refused(lambda: raw_fcntl(write_end, 1031 | 1 << 32, 1 << 20)),
+        "flock": _refused(lambda: fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)),
+        "prlimit(other)": _refused(lambda: resource.prlimit(other, resource.RLIMIT_CPU)),
+        "setpriority(user)": _refused(lambda: os.setpriority(os.PRIO_USER, 0, 19)),
+        "setpriority(other)": _refused(lambda: os.setpriority(os.PRIO_PROCESS, other, 19)),
+        "sched_setaffinity(other)": _refused(lambda: os.sched_setaffinity(other, {0})),
+        "sched_setscheduler(other)": _refused(lambda: os.sched_setscheduler(other, os.SCHED_IDLE, os.sched_param(0))),
+        "statvfs": _refused(lambda: os.statvfs("/dev/null")),
+        # its own: what glibc and libraries do to the worker itself keeps working
+        "prlimit(own)": _refused(lambda: resource.getrlimit(resource.RLIMIT_NOFILE)),
+        "setpriority(own)": _refused(lambda: os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0))),
+        "sched_setaffinity(own)": _refused(lambda: os.sched_setaffinity(0, os.sched_getaffinity(0))),
+    }
+
+
+@pytest.mark.parametrize(("mode", "uid"), _modes_and_basic())
+def test_no_lock_lease_or_other_process_is_in_reach_and_no_filesystem_size_is_told(mode, uid):
+    """Before (a red team, issue 26): fcntl's command was compared as 64 bits while the kernel reads 32, so
+    `F_SETLK | 1 << 32` took locks (32,768) and `F_SETPIPE_SZ | 1 << 32` grew pipes to 1 MiB; flock and F_GETLK were
+    open, so two submissions graded at once passed a whole solution through locks on the view's files (a stub
+    scored 100 in every mode); in the basic mode prlimit, setpriority and sched_* reached the judge and the grading
+    user's processes (RLIMIT_CPU = 1 s ended the run without grades.csv); statvfs told the machine's disk and
+    memory. Now all of them are refused; the worker's own limits, nice value and CPUs still work."""
+    seen = _sealed(mode, lambda: _sharing_and_reaching(os.getppid() or 1, "/usr/lib/python3.11/os.py"
+                                                        if os.path.exists("/usr/lib/python3.11/os.py") else os.__file__),
+                   uid, basic_filter=mode == "basic")[1]
+    own = {key: seen.pop(key) for key in list(seen) if key.endswith("(own)")}
+    assert own == dict.fromkeys(own, "allowed"), own
+    assert "allowed" not in seen.values(), seen
