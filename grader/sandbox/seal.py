@@ -54,7 +54,7 @@ if LINUX:
 
 # <linux/sched.h>
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
-CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWTIME = 0x10000000, 0x20000000, 0x40000000, 0x00000080
 BESIDE_USER = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWCGROUP
 # <linux/mount.h>
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -216,10 +216,15 @@ def _seal_as_root(policy, report):
         raise SandboxError("namespaces need Linux")
     if policy.uid is None:
         raise SandboxError("the root sandbox needs a private uid for the worker")
-    _check(_libc.unshare(CLONE_NEWNS), "unshare(mount namespace)")
-    _build_view(policy, owner=policy.uid)
-    _mark("filesystem view")
-    _check(_libc.unshare(BESIDE_USER), "unshare(pid, ipc, uts, net, cgroup namespaces)")
+    proc_self = os.open(f"/proc/{os.getpid()}", os.O_RDONLY | os.O_DIRECTORY)  # resolved before the view
+    try:
+        _check(_libc.unshare(CLONE_NEWNS), "unshare(mount namespace)")
+        _build_view(policy, owner=policy.uid)
+        _mark("filesystem view")
+        _check(_libc.unshare(BESIDE_USER), "unshare(pid, ipc, uts, net, cgroup namespaces)")
+        _own_clocks(proc_self, report)
+    finally:
+        os.close(proc_self)
     _mark("unshare")
     alive_r = _become_pid1(policy)
     _mark("fork PID 1")
@@ -247,6 +252,7 @@ def _seal_in_user_namespace(policy, report):
         _write("setgroups", "deny", proc_self)
         _write("uid_map", f"0 {outer_uid} 1", proc_self)
         _write("gid_map", f"0 {outer_gid} 1", proc_self)
+        _own_clocks(proc_self, report)
     finally:
         os.close(proc_self)
     # Only now: the namespace's ceiling is the creator's limit at creation, checked against all the
@@ -265,6 +271,25 @@ def _seal_in_user_namespace(policy, report):
     _die_with_keeper(alive_r)
     _mark("drop privileges")
     report["on"] += list(NAMESPACES) + ["user namespace"]
+
+
+def _own_clocks(proc_self, report):
+    """A time namespace whose monotonic and boot clocks start near 0 s, for PID 1 and all it starts (the
+    namespace's first process is forked after this): CLOCK_BOOTTIME, CLOCK_MONOTONIC and the start times in
+    /proc no longer tell how long the machine has been up. Durations are unchanged (an offset is a constant).
+    Without time namespaces (a kernel before 5.6, or built without them) the report says the uptime shows."""
+    if _libc.unshare(CLONE_NEWTIME) < 0:
+        report["off"].append(f"time namespace: {os.strerror(ctypes.get_errno())} (the machine's uptime shows)")
+        return
+    # The kernel refuses an offset that would take a clock below 0: each starts at 1 s.
+    offsets = "".join(f"{name} {1 - time.clock_gettime_ns(clock) // 1_000_000_000} 0\n"
+                      for name, clock in (("monotonic", time.CLOCK_MONOTONIC), ("boottime", time.CLOCK_BOOTTIME)))
+    try:
+        _write("timens_offsets", offsets, proc_self)
+    except OSError as error:
+        report["off"].append(f"time namespace: {error.strerror} (the machine's uptime shows)")
+        return
+    report["on"].append("time namespace")
 
 
 def _seal_basic(policy, report):

@@ -500,3 +500,19 @@ def test_no_lock_lease_or_other_process_is_in_reach_and_no_filesystem_size_is_to
     own = {key: seen.pop(key) for key in list(seen) if key.endswith("(own)")}
     assert own == dict.fromkeys(own, "allowed"), own
     assert "allowed" not in seen.values(), seen
+
+
+def _clocks():
+    return {"monotonic": time.clock_gettime(time.CLOCK_MONOTONIC), "boottime": time.clock_gettime(time.CLOCK_BOOTTIME),
+            "started": int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")}
+
+
+@pytest.mark.parametrize(("mode", "uid"), _namespace_modes())
+def test_the_machines_uptime_is_not_the_sandboxs_to_read(mode, uid):
+    """Before (a red team, issue 26): CLOCK_BOOTTIME, CLOCK_MONOTONIC and a process's start time in /proc/self/stat
+    told the machine's uptime (36,745 s), put into a student's feedback. Now the namespace modes give the worker a
+    time namespace whose clocks start near 0 s; durations are unchanged."""
+    report, seen = _sealed(mode, _clocks, uid)
+    assert "time namespace" in report["on"], report
+    assert max(seen.values()) < 60, seen
+    assert time.clock_gettime(time.CLOCK_BOOTTIME) > max(seen.values())  # (the machine's, outside)
