@@ -50,10 +50,12 @@ DENIED = (
 # uptime, memory and swap (what /proc/loadavg, /proc/meminfo and /proc/uptime, masked by seal.py, would say);
 # glibc's getloadavg and sysconf(_SC_PHYS_PAGES) read it, no solution does (the driver may size its pools by it).
 DENIED_ON_CPU = ("memfd_create", "sysinfo")
-# The sizes of the filesystems the view shows: the machine's disk (its size and free space) and devtmpfs, whose
-# size is half the machine's memory (statvfs on /dev/null). glibc's statvfs, pathconf and shutil.disk_usage ask
-# statfs; no solution does. ENOSYS: callers treat the figure as unknown. Kept on CUDA (the driver's own).
-FIGURES_ON_CPU = ("statfs", "fstatfs", "ustat")
+# Figures of the machine no namespace hides: the sizes of the filesystems the view shows (the machine's disk, its
+# size and free space, and devtmpfs, sized at half the machine's memory: statvfs on /dev/null; glibc's statvfs,
+# pathconf and shutil.disk_usage ask statfs), and times(), whose value is the clock ticks since boot (jiffies: a
+# time namespace does not move it; os.times). No solution asks either. ENOSYS: callers treat the figure as unknown.
+# Kept on CUDA (the driver's own).
+FIGURES_ON_CPU = ("statfs", "fstatfs", "ustat", "times")
 # Without namespaces (the basic mode) the worker shares the machine's files, processes and IPC: it may read what
 # its uid may read, but it changes nothing. SysV IPC is the machine's (seal.py gives the namespace modes a private
 # one); no file, folder or link is created, renamed, removed or changed anywhere (it would outlive the sandbox and

@@ -440,6 +440,15 @@ def _refused(call):
     return "allowed"
 
 
+def _times_told_uptime():
+    """os.times().elapsed is the clock ticks since boot where times() is allowed; refused, glibc returns the
+    negated errno as the count (never an error): "allowed" only where it told more than a minute."""
+    import errno
+
+    if os.times().elapsed < 60:
+        raise OSError(errno.ENOSYS, "times() told nothing")
+
+
 def _sharing_and_reaching(judge_pid, locked_path):
     """What a sealed process can do to files other sandboxes see and to processes other than itself."""
     import ctypes
@@ -479,6 +488,7 @@ def _sharing_and_reaching(judge_pid, locked_path):
         "sched_setaffinity(other)": _refused(lambda: os.sched_setaffinity(other, {0})),
         "sched_setscheduler(other)": _refused(lambda: os.sched_setscheduler(other, os.SCHED_IDLE, os.sched_param(0))),
         "statvfs": _refused(lambda: os.statvfs("/dev/null")),
+        "times": _refused(_times_told_uptime),
         # its own: what glibc and libraries do to the worker itself keeps working
         "prlimit(own)": _refused(lambda: resource.getrlimit(resource.RLIMIT_NOFILE)),
         "setpriority(own)": _refused(lambda: os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0))),
