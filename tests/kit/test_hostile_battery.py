@@ -111,7 +111,12 @@ _PID = "a PID namespace (other processes, their /proc entries and signals out of
 # (seal._confine_to_view: the worker opens the interpreter's view and nothing else) closed the rest where the
 # kernel has Landlock: classmates' files, the checkout, /proc (command lines, the judge's environment and memory)
 # and /dev/ptmx. The keeper of the userns and basic modes counts the sandbox's pipes (seal._counts_pipes).
-WAITS = {}
+WAITS = {
+    # A time namespace needs CAP_SYS_ADMIN (in a user namespace at least): without namespaces CLOCK_BOOTTIME and
+    # CLOCK_MONOTONIC are the machine's (docs/sandbox.md, "What a worker can say about the host").
+    ("r_uptime_clocks", "root-basic", "evidence"): "a time namespace: the basic mode's clocks are the machine's",
+    ("r_uptime_clocks", "user-basic", "evidence"): "a time namespace: the basic mode's clocks are the machine's",
+}
 # Without Landlock (a kernel older than 5.13, or one without it in its lsm= list) the basic mode leaves these open.
 _PTY = "a devpts of its own (a mount namespace): /dev/ptmx is the machine's"
 WAITS_WITHOUT_LANDLOCK = {
@@ -824,6 +829,19 @@ def test_the_judges_memory_is_out_of_reach(runs, mode, request):
     text = runs["main"].text("x_judge_memory")
     assert "judge memory" in text, "x_judge_memory never ran"
     assert f"lms-token-{mode.token}" not in text and "def test_" not in text, text[:500]
+
+
+def test_no_figure_of_the_machine_reaches_a_student(runs, mode, request):
+    """A second red team (issue 26) put the machine's disk and memory sizes (statvfs on the view's files and
+    devices) and its uptime (CLOCK_BOOTTIME, CLOCK_MONOTONIC, times(), /proc/self/stat) into feedback."""
+    statfs = runs["main"].text("r_statfs_figures")
+    assert "RTEAM2-STATFS" in statfs, "r_statfs_figures never ran"
+    assert "MiB total" not in statfs, statfs[:1500]
+    apply_waits(request, "r_uptime_clocks", mode.name, "evidence")
+    uptime = runs["main"].text("r_uptime_clocks")
+    assert "RTEAM2-UPTIME" in uptime, "r_uptime_clocks never ran"
+    told = [float(value) for value in re.findall(r"(?:uptime|monotonic|times\(\)|started) (-?\d+) s", uptime)]
+    assert told and max(told) < 600, uptime[:1500]
 
 
 def test_no_kernel_attack_surface_is_open(runs, mode, request):
