@@ -32,7 +32,7 @@ from grader.feedback import page as feedback
 from grader.feedback import report
 from grader.judging import results_json as results_io
 from grader.check.suite import discover, max_points
-from grader.cohort.bulk import OutBusy, foreign_out, holding, set_aside_former
+from grader.cohort.bulk import OutBusy, foreign_out, holding, internal_error_result, set_aside_former
 from grader.outfiles import OutputError, write_atomic
 from grader.paths import SAMPLE_CLASS
 from grader.sandbox import servers
@@ -99,9 +99,13 @@ def grade_command(args):
         if not single:
             record = class_run_record(record, collected, args)
             collected.submissions = regraded_files(collected.submissions, record)
+        failed_here = False
         if single:
             name, path = collected.submissions[0]
-            graded = [grade(path, name, tests, options)]
+            try:
+                graded = [grade(path, name, tests, options)]
+            except Exception as error:  # noqa: BLE001 - the grader's own failure: a zero that says so, and exit 1
+                graded, failed_here = [internal_error_result(name, path, tests, error)], True
             where = Path(args.results) if args.results else out / "results.json"
             results_io.write_results_json(graded[0], maxima, where)
             feedback.write_page_beside(where)
@@ -132,7 +136,7 @@ def grade_command(args):
         print(f"\n{len(graded)} submission(s) graded in {time.monotonic() - started:.1f}s; results in {where}")
         if sandbox is not None:
             print(sandbox.summary())
-        return 0 if single else grader_failures(graded)
+        return int(failed_here) if single else grader_failures(graded)
     finally:
         collected.cleanup()
 

@@ -59,6 +59,7 @@ from grader.check.testing import seeded
 from grader.check.notebook import NamespaceModule
 from grader.check.runner import run_test
 from grader.check.suite import GradedTest, discover
+from grader.sandbox.limits import MAX_CPU_WAIT_CREDIT
 
 HIDDEN_FOLDER = "kit_hidden_tests"
 STEP_SECONDS = 10.0  # the judge's default per step (grader.sandbox.limits); the generated cells pass theirs
@@ -110,11 +111,25 @@ def call_with_time_limit(seconds: float, function: Callable[[], Any],
     return _with_watchdog(seconds, function)
 
 
+def _cpu_wait():
+    """This thread's wait for a CPU others held, in seconds (0 where the kernel does not count it)."""
+    from grader.sandbox.processes import own_cpu_wait_seconds  # stdlib only: ships with the autograders
+
+    return own_cpu_wait_seconds()
+
+
 def _with_alarm(seconds, function, place_of):
-    state: dict[str, Any] = {"armed": True, "where": None}
+    # The deadline moves by the time the check waited for a CPU others held, as the judge's does (limits.py).
+    state: dict[str, Any] = {"armed": True, "where": None, "waited": _cpu_wait(), "credited": 0.0}
 
     def on_alarm(signum, frame):
         if state["armed"]:
+            waited = _cpu_wait() - state["waited"]
+            credit = min(waited, MAX_CPU_WAIT_CREDIT * seconds) - state["credited"]
+            if credit > 0.01 and state["where"] is None:
+                state["credited"] += credit
+                signal.setitimer(signal.ITIMER_REAL, credit, REPEAT_SECONDS)
+                return
             if state["where"] is None:
                 state["where"] = (place_of(frame) if place_of else "") or ""
             raise StepTimeout()
@@ -199,16 +214,27 @@ class Grading:
             frame = frame.f_back
         return ""
 
+    @staticmethod
+    def _clock():
+        return time.monotonic(), _cpu_wait()
+
+    @staticmethod
+    def _since(began, budget):
+        """Seconds of the step's budget used since `began` (a _clock()): the wait for a CPU others held, as
+        far as call_with_time_limit credited it, does not count."""
+        elapsed, waited = time.monotonic() - began[0], _cpu_wait() - began[1]
+        return max(0.0, elapsed - min(waited, MAX_CPU_WAIT_CREDIT * budget))
+
     def _load(self, step):
         """Load the file's definitions within what is left of `step`'s budget (loading is a step's time,
         as in the judge's worker); a file whose loading fails or hangs fails every check."""
-        began = time.monotonic()
+        began = self._clock()
         left = self.seconds - self.spent.get(step, 0.0)
         try:
-            loaded, where = call_with_time_limit(left, lambda: load_definitions(self.path), self._place)
+            loaded, where = call_with_time_limit(left, lambda: _load_as_a_worker(self.path), self._place)
         except SubmissionError as error:
             loaded, where, self.fatal = None, None, str(error)
-        self.spent[step] = self.spent.get(step, 0.0) + time.monotonic() - began
+        self.spent[step] = self.spent.get(step, 0.0) + self._since(began, left)
         if where is not None:
             self.fatal = time_limit_message(self.seconds, where or "loading your file")
         self.loaded = loaded
@@ -228,9 +254,9 @@ class Grading:
             return False, self.stopped[step]
         loaded = self.loaded
         assert loaded is not None  # _load loaded the file, or said why not in `fatal`
-        began = time.monotonic()
+        began = self._clock()
         outcome, where = call_with_time_limit(left, lambda: _run(test, loaded.module, device), self._place)
-        self.spent[step] = self.spent.get(step, 0.0) + time.monotonic() - began
+        self.spent[step] = self.spent.get(step, 0.0) + self._since(began, left)
         if where is not None:
             self.stopped[step] = time_limit_message(self.seconds, where)
             self.loaded = None  # the next step loads the definitions again, as a fresh worker would
@@ -262,9 +288,36 @@ def _run(test, module, device):
     # cell in nbgrader, even when the answer is right: keep it out of the cell's output.
     # The tests seed what they draw; seeding the rest makes it repeatable too.
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
-            contextlib.redirect_stderr(io.StringIO()), seeded(0):
+            contextlib.redirect_stderr(io.StringIO()), seeded(0), torch_defaults_of_a_fresh_worker():
         warnings.simplefilter("ignore")
         return run_test(test, student)
+
+
+def _load_as_a_worker(path):
+    with torch_defaults_of_a_fresh_worker():  # what the file builds at its top level, built as the worker builds it
+        return load_definitions(path)
+
+
+@contextlib.contextmanager
+def torch_defaults_of_a_fresh_worker():
+    """torch's process-wide defaults (dtype, device) as the judge's fresh worker has them, for one check, then
+    as they were. Otter and nbgrader run the whole file in the checks' kernel first, so a top-level
+    `torch.set_default_dtype(torch.float64)`, which the judge's loader leaves out as demo code, changed the
+    checks' own tensors there: "Float did not match Double", 93 points instead of 100 (float16: 42.75)."""
+    import torch
+
+    dtype = torch.get_default_dtype()
+    get_device = getattr(torch, "get_default_device", None)  # PyTorch 2.3+; before, no default device to read
+    device = get_device() if get_device is not None else None
+    torch.set_default_dtype(torch.float32)
+    if device is not None and device.type != "cpu":
+        torch.set_default_device("cpu")
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(dtype)
+        if device is not None and device.type != "cpu":
+            torch.set_default_device(device)
 
 
 def run_in_cell(test: GradedTest, namespace: dict[str, Any], device: str = "cpu",
@@ -298,7 +351,8 @@ class NotebookChecks:
             root = self.folder / "tests" if kind == "public" else hidden_tests_root(self.folder)
             if root is None:
                 raise CheckFailed(f"{name}: this is a hidden test; it only runs when the course grades your notebook")
-            self._tests[kind] = {t.name: t for t in discover(root, kinds=(kind,))}
+            with torch_defaults_of_a_fresh_worker():  # the tests' own module-level tensors too
+                self._tests[kind] = {t.name: t for t in discover(root, kinds=(kind,))}
         if name not in self._tests[kind]:
             raise CheckFailed(f"{name}: no such {kind} test in this course's kit")
         return self._tests[kind][name]
@@ -329,7 +383,8 @@ _TESTS: dict[str | Path, dict[str, GradedTest]] = {}
 def kit_tests(kit: str | Path) -> dict[str, GradedTest]:
     """{name: GradedTest} of KIT/tests/public and, where it exists, KIT/tests/hidden."""
     if kit not in _TESTS:
-        _TESTS[kit] = {test.name: test for test in discover(Path(kit) / "tests", kinds=("public", "hidden"))}
+        with torch_defaults_of_a_fresh_worker():  # the tests' own module-level tensors too
+            _TESTS[kit] = {test.name: test for test in discover(Path(kit) / "tests", kinds=("public", "hidden"))}
     return _TESTS[kit]
 
 

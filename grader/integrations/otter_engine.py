@@ -86,6 +86,8 @@ def grade_with_otter(path: str | Path, name: str, tests: Sequence[GradedTest], o
         verdicts, problem = read_verdicts(output, log, tests)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    if not verdicts and problem and problem.startswith(OTTER_FAILED):
+        raise OtterGradedNothing(problem)  # no verdict on the student's code: the run says so and exits 1
     if problem:
         result.problems.append(problem)
     for test in tests:
@@ -193,6 +195,19 @@ def _marker(pid):
     return None
 
 
+OTTER_FAILED = "Otter could not grade this submission"
+
+
+class OtterGradedNothing(RuntimeError):
+    """`otter run` produced no verdict for a reason that is not the student's (no results.json, an unreadable
+    one, no test's result: e.g. a top-level `os.chdir`, after which Otter cannot find its own results file). Not
+    a zero to record as the student's grade: the class run counts it as the grader's failure (a zero with no
+    fingerprint, graded again by the next run, and exit 1 naming the file); `ENGINE=kit` grades such a file."""
+
+    def __str__(self):
+        return f"{super().__str__()[:300]} (grade this file with the kit's engine: ENGINE=kit)"
+
+
 def read_verdicts(results_path: Path | None, log_tail: str, tests: Iterable[GradedTest]
                   ) -> tuple[dict[str, tuple[bool, str]], str | None]:
     """({kit test name: (passed, message)}, problem or None) from Otter's results.json."""
@@ -202,12 +217,12 @@ def read_verdicts(results_path: Path | None, log_tail: str, tests: Iterable[Grad
         if "DeadKernelError" in log_tail:
             return {}, ("the Python kernel running your code died (os._exit, a crash or running out of memory), "
                         "so Otter graded nothing")
-        return {}, "Otter could not grade this submission (no results.json); the end of its output:\n" + log_tail
+        return {}, f"{OTTER_FAILED} (no results.json); the end of its output:\n" + log_tail
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
         entries = [entry for entry in results["tests"] if isinstance(entry, dict)]
     except (OSError, ValueError, KeyError, TypeError):
-        return {}, "Otter wrote a results.json that cannot be read"
+        return {}, f"{OTTER_FAILED}: its results.json cannot be read"
     verdicts = {}
     for entry in entries:
         if entry.get("name") in STEP_KEYS and isinstance(entry.get("output"), str):
@@ -215,7 +230,7 @@ def read_verdicts(results_path: Path | None, log_tail: str, tests: Iterable[Grad
             verdicts.update(case_verdicts(entry["output"], names))
     if not verdicts:
         failure = next((str(entry.get("output", "")) for entry in entries if entry.get("name") != "Public Tests"), "")
-        return {}, "Otter could not grade this submission:\n" + failure[-OUTPUT_TAIL:]
+        return {}, f"{OTTER_FAILED}:\n" + failure[-OUTPUT_TAIL:]
     return verdicts, None
 
 

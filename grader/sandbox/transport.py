@@ -18,18 +18,13 @@ from grader.check.loader import SubmissionError, read_chunks
 from grader.check.student import StudentUnavailable
 from grader.sandbox import pool as pools
 from grader.sandbox import processes, seal
-from grader.sandbox.limits import Limit
+from grader.sandbox.limits import MAX_CPU_WAIT_CREDIT, Limit
 from grader.sandbox.pool import SEAL_ATTEMPTS
 from grader.sandbox.sealed import WorkerConfig
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 WATCH_INTERVAL = 0.1  # seconds between memory checks while waiting for an answer
 CORES, CPU_SLACK = 1.5, 0.5  # without a cpu cgroup: CPU seconds a step may use per second, and on top
-# A step's time limit counts the time its code ran or slept, not the time it waited for a CPU that other
-# programs held: on a saturated machine a correct file must not lose a step it would pass on a quiet one (a
-# blind tester saw `import matplotlib.pyplot` take 10 s at load 12 on 2 cores, a 0 "infinite loop?"). The
-# deadline moves by that wait, up to this many times the limit, so a hang still ends.
-MAX_CPU_WAIT_CREDIT = 4.0
 
 # Text from a worker that the student sees at once (its load problems): a few lines, each short.
 MAX_PROBLEMS, MAX_PROBLEM_CHARS, MAX_PROBLEMS_CHARS = 21, 600, 6000

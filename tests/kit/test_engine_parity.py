@@ -9,6 +9,7 @@ submissions at a time, nbgrader one course with both notebooks, while the kit gr
 """
 
 import csv
+import os
 import json
 import signal
 import time
@@ -182,3 +183,74 @@ def test_a_stopped_step_fails_its_later_checks_and_the_next_step_loads_afresh(fa
     dropout = [test for test in suite if test.step == "dropout"]
     assert all(grading.run(test)[0] for test in dropout)
     assert grading.loaded is not None and grading.stopped.keys() == {"masking"}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+def test_a_default_dtype_set_at_the_top_of_the_file_changes_no_in_kernel_grade(dtype):
+    """Before (a blind tester, Otter's path): a top-level `torch.set_default_dtype(torch.float64)` ran in the
+    kernel before Otter's checks, which then built their own tensors in float64: "Float did not match Double",
+    93 points where `make grade` gives 100 (float16: 42.75). Now each in-kernel check runs with a fresh worker's
+    defaults, and the kernel's are given back after it."""
+    import torch
+
+    from grader.integrations.incell import _TESTS, kit_tests
+    from grader.paths import ROOT
+
+    _TESTS.pop(ROOT, None)
+    source = ROOT / "solutions" / "attention.py"
+    grading = Grading(source, 60)
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(getattr(torch, dtype))
+    try:  # the tests are found after the file ran, as Otter finds them (their modules' tensors built then)
+        failed = [test.name for test in kit_tests(ROOT).values() if not grading.run(test)[0]]
+        assert torch.get_default_dtype() == getattr(torch, dtype)
+    finally:
+        torch.set_default_dtype(before)
+    assert not failed, failed
+
+
+def test_an_in_kernel_check_does_not_count_the_wait_for_a_cpu_others_held():
+    """Before (a blind tester, Otter's path at load 15): the in-kernel checks counted wall time, so a correct
+    file got "time limit ... an infinite loop?" where `make grade` (which credits the wait for a CPU, issue 25)
+    gave full marks: 97 instead of 100 with TIME_LIMIT=3. Now the deadline moves by that wait, up to
+    MAX_CPU_WAIT_CREDIT times the budget, as the judge's does; a hang still ends."""
+    import subprocess
+    import sys
+
+    cpu = min(os.sched_getaffinity(0))
+    kept = os.sched_getaffinity(0)
+    hog = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])
+    os.sched_setaffinity(0, {cpu})  # this check and the hog share one CPU: half of the wall time is a wait
+    try:
+        time.sleep(0.2)
+
+        def work(seconds=0.5):
+            end = time.thread_time() + seconds
+            while time.thread_time() < end:
+                pass
+            return "done"
+
+        assert call_with_time_limit(0.7, work) == ("done", None)
+        began = time.monotonic()
+        value, where = call_with_time_limit(0.3, lambda: work(60))
+        assert where is not None and time.monotonic() - began < 0.3 * 5 + 1
+    finally:
+        os.sched_setaffinity(0, kept)
+        hog.kill()
+        hog.wait()
+
+
+@pytest.mark.slow(reason="one `otter run`")
+def test_a_file_otter_cannot_grade_is_the_graders_failure_not_a_zero(tmp_path):
+    """Before (a blind tester): a correct file that calls `os.chdir` at its top level made `otter run` produce no
+    results ("The autograder failed to produce any results"): ENGINE=otter recorded a plain 0, exited 0, and the
+    next run reused it. Now it is the grader's failure: no verdict, the class run's zero carries no fingerprint
+    and the run exits 1 naming the file (cli.grader_failures); the kit's engine grades it."""
+    from grader.check.suite import discover
+    from grader.integrations.otter_engine import OtterGradedNothing
+    from grader.paths import ROOT
+
+    path = tmp_path / "attention.py"
+    path.write_text((ROOT / "solutions" / "attention.py").read_text() + "\nimport os\nos.chdir('/')\n")
+    with pytest.raises(OtterGradedNothing, match="ENGINE=kit"):
+        grade_with_otter(path, "chdir", discover(), Options.of())
