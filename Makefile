@@ -10,7 +10,8 @@
 #   make grade TIME_LIMIT=10 MEMORY_LIMIT=1GiB SUBMISSION_TIME_LIMIT=120 JOBS=4   limits and parallelism
 #   make grade REQUIRE_SANDBOX=1   refuse to grade unless every protection of the OS sandbox is on (docs/sandbox.md)
 #   make grade OVERRIDES=overrides.csv   student,step,points,reason: applied to grades.csv, LMS files, report
-#   make regrade STUDENT=name [SUBMISSION=file.py] [OUT=out]   regrade one student of a graded class
+#   make regrade STUDENT=name [SUBMISSION=file.py] [OUT=out]   regrade one student of a graded class (with the class's
+#     ENGINE, DEVICE and limits, recorded in OUT/class.json, unless given)
 #     (a student's overrides over another file: KEEP_OVERRIDES=1, or OVERRIDES=file without them; grade too)
 #   make bench [COUNT=200] [DEVICE=cuda]   speed and memory figures against the targets
 #   make report [OUT=out]          the cohort report OUT/report.html from OUT/results (also after each bulk grade)
@@ -31,9 +32,9 @@ OUT ?= out
 SUBMISSION ?=
 RESULTS ?=
 STEP ?=
-DEVICE ?= cpu
+DEVICE ?=
 JOBS ?=
-ENGINE ?= kit
+ENGINE ?=
 SHARD ?=
 SHARDS ?=
 ROSTER ?=
@@ -57,8 +58,9 @@ UNKNOWN := $(filter-out $(KNOBS),$(foreach v,$(.VARIABLES),$(if $(filter command
 ifneq ($(strip $(UNKNOWN)),)
 $(error unknown variable(s) $(strip $(UNKNOWN)); the knobs are: $(KNOBS))
 endif
-# What `grade` and `regrade` pass on (a knob left empty keeps the grader's default).
-GRADING := --device $(DEVICE) $(if $(JOBS),--jobs $(JOBS)) --engine $(ENGINE) \
+# What `grade` and `regrade` pass on (a knob left empty keeps the grader's default: for `regrade`, what the class
+# was graded with, recorded in OUT/class.json).
+GRADING := $(if $(DEVICE),--device $(DEVICE)) $(if $(JOBS),--jobs $(JOBS)) $(if $(ENGINE),--engine $(ENGINE)) \
 	$(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(MEMORY_LIMIT),--memory-limit $(MEMORY_LIMIT)) \
 	$(if $(SUBMISSION_TIME_LIMIT),--submission-time-limit $(SUBMISSION_TIME_LIMIT)) \
 	$(if $(ROSTER),--roster $(ROSTER)) $(if $(OVERRIDES),--overrides $(OVERRIDES)) \
@@ -140,7 +142,7 @@ merge: $(VENV)/.installed
 
 # Speed and memory figures against the targets (200 submissions, the torch-import floor, otter run...).
 bench: $(VENV)/.installed sandbox-libs
-	$(PY) bench/bench.py --count $(or $(COUNT),200) --device $(DEVICE) $(if $(JOBS),--jobs $(JOBS))
+	$(PY) bench/bench.py --count $(or $(COUNT),200) --device $(or $(DEVICE),cpu) $(if $(JOBS),--jobs $(JOBS))
 
 .PHONY: report diagnose-report
 # The cohort report of a graded class, rebuilt from OUT/results/*.json (make grade writes it too).

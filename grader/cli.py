@@ -193,6 +193,8 @@ def merge_command(args):
     record = class_record.read_record(out)
     slices = [class_record.read_record(folder) for folder in args.shards]  # one class: its source and LMS origins
     record["source"] = next((kept["source"] for kept in slices if kept.get("source")), record.get("source"))
+    record["graded_with"] = next((kept["graded_with"] for kept in slices if kept.get("graded_with")),
+                                 record.get("graded_with"))
     record["origins"] = {name: origin for kept in slices for name, origin in (kept.get("origins") or {}).items()}
     record["override_files"] = {name: digest for kept in slices
                                 for name, digest in (kept.get("override_files") or {}).items()}
@@ -414,12 +416,35 @@ def scheduler_shard():
 
 
 def class_run_record(record, collected, args):
-    """OUT/class.json for a class run: where the class came from, its LMS origins, roster and overrides
-    (a new --roster or --overrides replaces the recorded one; otherwise the recorded one still applies)."""
+    """OUT/class.json for a class run: where the class came from, its LMS origins, what it was graded with,
+    roster and overrides (a new --roster or --overrides replaces the recorded one; otherwise the recorded one
+    still applies)."""
     record = dict(record)
     record.update(source=str(Path(args.path).resolve()), zip_encoding=args.zip_encoding,
-                  origins={name: origin.as_dict() for name, origin in collected.origins.items()})
+                  origins={name: origin.as_dict() for name, origin in collected.origins.items()},
+                  graded_with={key: getattr(args, key) for key in GRADED_WITH})
     return with_roster_and_overrides(record, args)
+
+
+# What a class is graded with, recorded in class.json: a regrade grades the same way unless told otherwise.
+GRADED_WITH = ("engine", "time_limit", "memory_limit", "submission_time_limit", "device", "public_only")
+
+
+def graded_as_the_class(args, record):
+    """Give the options `regrade` was not given (None) the values the class was graded with (class.json; an OUT
+    of an older kit: the defaults), and say where a given one differs from them: one student graded otherwise
+    than the class, in silence, was a blind tester's finding (ENGINE=otter TIME_LIMIT=3, regraded with the kit
+    at 10 s: 97 became 100)."""
+    recorded = record.get("graded_with") or {}
+    defaults = {"engine": "kit", "time_limit": DEFAULTS.step_seconds, "memory_limit": DEFAULTS.memory_bytes,
+                "submission_time_limit": DEFAULTS.submission_seconds, "device": "cpu", "public_only": False}
+    for key in GRADED_WITH:
+        given = getattr(args, key)
+        if given is None:
+            setattr(args, key, recorded.get(key, defaults[key]))
+        elif key in recorded and given != recorded[key]:
+            log.info(f"note: this regrade uses {key.replace('_', '-')} {given!r}; the class was graded with "
+                     f"{recorded[key]!r} (class.json): only this student is graded so")
 
 
 def with_roster_and_overrides(record, args):
@@ -487,6 +512,7 @@ def regrade_command(args):
         shared = args.student in class_record.aliases_of(record)  # a name or id of several roster students
         raise UsageError(f"{args.student!r} " + ("names more than one student of the roster: give the submission's "
                          "name as in" if shared else "is not a submission of") + f" {out} (see its grades.csv)")
+    graded_as_the_class(args, record)
     with_roster_and_overrides(record, args)  # a new ROSTER or OVERRIDES is checked before grading
     overridden = check_class_inputs(record, names)
     basis = record.get("override_files") or {}
@@ -859,6 +885,7 @@ def main(argv=None):
     regrade.add_argument("--submission", default=None,
                          help="grade this file as the student's (default: the student's file in the graded class)")
     add_grading_options(regrade)
+    regrade.set_defaults(**dict.fromkeys(GRADED_WITH))  # None: not given, the class's own (graded_with)
     merge = commands.add_parser("merge", help="combine the OUT folders of sharded runs into one class")
     merge.add_argument("shards", nargs="+", help="the OUT folders of the `grade --shard i/N` runs")
     merge.add_argument("--out", default="out", help="folder for the merged results (default: out)")

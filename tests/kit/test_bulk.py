@@ -366,3 +366,25 @@ def test_a_grade_stopped_while_writing_its_class_files_leaves_records_that_agree
     assert report.returncode == 0, report.stderr
     assert "finished recording the run stopped earlier" in report.stderr, report.stderr
     recorded(out)
+
+
+def test_a_regrade_grades_as_the_class_was_graded_unless_told_otherwise(classroom, uninterrupted, tmp_path):
+    """Before (a blind tester): `make regrade` passed `--engine kit` and the default limits whatever the class was
+    graded with (ENGINE=otter TIME_LIMIT=3): one student was regraded under other rules, in silence. Now a class
+    records what it was graded with (class.json's graded_with) and a regrade uses it unless an option is given,
+    which is then said."""
+    import json
+
+    out = tmp_path / "out"
+    done = cli("grade", classroom, "--out", out, "--time-limit", "7", "--public-only")
+    assert done.returncode == 0, done.stderr
+    record = json.loads((out / "class.json").read_text())
+    assert record["graded_with"]["time_limit"] == 7 and record["graded_with"]["public_only"] is True
+    name = sorted(record["final"])[0]
+    tests_before = len(results.read_results_json(out / "results" / f"{name}.json").tests)
+    again = cli("regrade", name, "--out", out)
+    assert again.returncode == 0 and "the class was graded with" not in again.stderr, again.stderr
+    assert len(results.read_results_json(out / "results" / f"{name}.json").tests) == tests_before  # public only
+    told = cli("regrade", name, "--out", out, "--time-limit", "9")
+    assert told.returncode == 0, told.stderr
+    assert "time-limit 9.0; the class was graded with 7" in told.stderr, told.stderr
