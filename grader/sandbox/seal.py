@@ -161,7 +161,9 @@ def cuda_devices():
 def seal(policy):
     """Seal the calling process (see the module docstring). Returns, in the sealed process only, a
     report: {"mode", "on": [protections], "off": [what degraded, why], "seal_ms": time taken}."""
-    started = time.perf_counter()
+    # The wall clock: the seal ends inside a time namespace (`_own_clocks`), whose monotonic clock starts near
+    # 0 s, so a monotonic reading from before it would give a negative duration.
+    started = time.time()
     report = {"mode": policy.mode, "on": [], "off": []}
     policy.parent = os.getppid()
     policy.counts_pipes = _counts_pipes(policy)  # before a user namespace makes this process uid 0
@@ -195,7 +197,7 @@ def seal(policy):
         report["off"].append("seccomp: libseccomp unavailable")
     else:
         report["off"].append("no_new_privs, seccomp: not Linux")
-    report["seal_ms"] = round(1000 * (time.perf_counter() - started), 1)
+    report["seal_ms"] = round(1000 * (time.time() - started), 1)
     if policy.timings:
         _mark("seccomp")
         report["stages_ms"] = dict(_STAGES["marks"])
@@ -208,7 +210,7 @@ _STAGES = {}
 def _mark(name):
     """With Policy.timings: the milliseconds since `seal` began, after each stage (for bench/)."""
     if _STAGES:
-        _STAGES["marks"][name] = round(1000 * (time.perf_counter() - _STAGES["start"]), 2)
+        _STAGES["marks"][name] = round(1000 * (time.time() - _STAGES["start"]), 2)
 
 
 def _seal_as_root(policy, report):
