@@ -72,11 +72,11 @@ def test_overlapping_blobs_are_refused():
 def test_forged_answers_are_refused_quickly_and_cheaply(value, why):
     header = json.dumps({"ok": True, "value": value}).encode()
     raw = frame(header)
-    started = time.perf_counter()
+    started = time.thread_time()  # the CPU this refusal costs: a busy machine's waits are not the decoder's
     with pytest.raises(ValueError):
         read(raw)
-    seconds = time.perf_counter() - started
-    assert seconds < 0.5, f"{why}: {seconds:.2f} s to refuse"
+    seconds = time.thread_time() - started
+    assert seconds < 0.5, f"{why}: {seconds:.2f} s of CPU to refuse"
     assert peak_allocation(lambda: read(raw)) < 8 * len(header) + 32 * MiB, why
 
 
