@@ -428,6 +428,9 @@ def class_run_record(record, collected, args):
 
 # What a class is graded with, recorded in class.json: a regrade grades the same way unless told otherwise.
 GRADED_WITH = ("engine", "time_limit", "memory_limit", "submission_time_limit", "device", "public_only")
+# Their defaults: `grade`'s options (add_grading_options), and a regrade's in an OUT of an older kit.
+GRADING_DEFAULTS = {"engine": "kit", "time_limit": DEFAULTS.step_seconds, "memory_limit": DEFAULTS.memory_bytes,
+                    "submission_time_limit": DEFAULTS.submission_seconds, "device": "cpu", "public_only": False}
 
 
 def graded_as_the_class(args, record):
@@ -436,12 +439,10 @@ def graded_as_the_class(args, record):
     than the class, in silence, was a blind tester's finding (ENGINE=otter TIME_LIMIT=3, regraded with the kit
     at 10 s: 97 became 100)."""
     recorded = record.get("graded_with") or {}
-    defaults = {"engine": "kit", "time_limit": DEFAULTS.step_seconds, "memory_limit": DEFAULTS.memory_bytes,
-                "submission_time_limit": DEFAULTS.submission_seconds, "device": "cpu", "public_only": False}
     for key in GRADED_WITH:
         given = getattr(args, key)
         if given is None:
-            setattr(args, key, recorded.get(key, defaults[key]))
+            setattr(args, key, recorded.get(key, GRADING_DEFAULTS[key]))
         elif key in recorded and given != recorded[key]:
             log.info(f"note: this regrade uses {key.replace('_', '-')} {given!r}; the class was graded with "
                      f"{recorded[key]!r} (class.json): only this student is graded so")
@@ -793,11 +794,12 @@ def add_grading_options(parser):
     parser.add_argument("--jobs", type=jobs_argument, default=DEFAULT_JOBS,
                         help=f"submissions graded at once (default {DEFAULT_JOBS}: two per core, so that one's "
                              "worker computes while the other's judge thread checks)")
-    parser.add_argument("--time-limit", type=seconds_argument, default=DEFAULTS.step_seconds,
+    parser.add_argument("--time-limit", type=seconds_argument, default=GRADING_DEFAULTS["time_limit"],
                         help=f"seconds per step (default {DEFAULTS.step_seconds:g})")
-    parser.add_argument("--memory-limit", type=size_argument, default=DEFAULTS.memory_bytes,
+    parser.add_argument("--memory-limit", type=size_argument, default=GRADING_DEFAULTS["memory_limit"],
                         help=f"memory cap per step, e.g. 512MiB (default {DEFAULTS.memory_bytes >> 30}GiB)")
-    parser.add_argument("--device", type=device_argument, default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--device", type=device_argument, default=GRADING_DEFAULTS["device"],
+                        help="cpu, cuda or cuda:N")
     parser.add_argument("--public-only", action="store_true", help="grade with the public tests only")
     parser.add_argument("--roster", type=roster_argument, default=None,
                         help="class list CSV (a Canvas gradebook export or groups export, a Moodle grading worksheet "
@@ -807,9 +809,10 @@ def add_grading_options(parser):
     parser.add_argument("--keep-overrides", action="store_true",
                         help="apply a student's overrides to another file than the one they were given for (a "
                              "regrade from --submission, a changed download); without it such a run is refused")
-    parser.add_argument("--submission-time-limit", type=seconds_argument, default=DEFAULTS.submission_seconds,
+    parser.add_argument("--submission-time-limit", type=seconds_argument,
+                        default=GRADING_DEFAULTS["submission_time_limit"],
                         help=f"seconds for all steps of one submission (default {DEFAULTS.submission_seconds:g})")
-    parser.add_argument("--engine", choices=("kit", "otter"), default="kit",
+    parser.add_argument("--engine", choices=("kit", "otter"), default=GRADING_DEFAULTS["engine"],
                         help="kit: the sandboxed grader (default); otter: `otter run` with dist/otter's zip")
     parser.add_argument("--require-sandbox", action="store_true",
                         help="refuse to grade (exit 2) unless every protection of the OS sandbox is on here "

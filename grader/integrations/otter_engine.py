@@ -86,8 +86,6 @@ def grade_with_otter(path: str | Path, name: str, tests: Sequence[GradedTest], o
         verdicts, problem = read_verdicts(output, log, tests)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    if not verdicts and problem and problem.startswith(OTTER_FAILED):
-        raise OtterGradedNothing(problem)  # no verdict on the student's code: the run says so and exits 1
     if problem:
         result.problems.append(problem)
     for test in tests:
@@ -195,9 +193,6 @@ def _marker(pid):
     return None
 
 
-OTTER_FAILED = "Otter could not grade this submission"
-
-
 class OtterGradedNothing(RuntimeError):
     """`otter run` produced no verdict for a reason that is not the student's (no results.json, an unreadable
     one, no test's result: e.g. a top-level `os.chdir`, after which Otter cannot find its own results file). Not
@@ -208,21 +203,25 @@ class OtterGradedNothing(RuntimeError):
         return f"{super().__str__()[:300]} (grade this file with the kit's engine: ENGINE=kit)"
 
 
+OTTER_FAILED = "Otter could not grade this submission"
+
+
 def read_verdicts(results_path: Path | None, log_tail: str, tests: Iterable[GradedTest]
                   ) -> tuple[dict[str, tuple[bool, str]], str | None]:
-    """({kit test name: (passed, message)}, problem or None) from Otter's results.json."""
+    """({kit test name: (passed, message)}, problem or None) from Otter's results.json; OtterGradedNothing
+    where Otter gave no verdict for a reason that is not the student's code (no verdict on it at all)."""
     if results_path is None:
         if log_tail.startswith("otter run did not finish"):
             return {}, log_tail
         if "DeadKernelError" in log_tail:
             return {}, ("the Python kernel running your code died (os._exit, a crash or running out of memory), "
                         "so Otter graded nothing")
-        return {}, f"{OTTER_FAILED} (no results.json); the end of its output:\n" + log_tail
+        raise OtterGradedNothing(f"{OTTER_FAILED} (no results.json); the end of its output:\n" + log_tail)
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
         entries = [entry for entry in results["tests"] if isinstance(entry, dict)]
     except (OSError, ValueError, KeyError, TypeError):
-        return {}, f"{OTTER_FAILED}: its results.json cannot be read"
+        raise OtterGradedNothing(f"{OTTER_FAILED}: its results.json cannot be read") from None
     verdicts = {}
     for entry in entries:
         if entry.get("name") in STEP_KEYS and isinstance(entry.get("output"), str):
@@ -230,7 +229,7 @@ def read_verdicts(results_path: Path | None, log_tail: str, tests: Iterable[Grad
             verdicts.update(case_verdicts(entry["output"], names))
     if not verdicts:
         failure = next((str(entry.get("output", "")) for entry in entries if entry.get("name") != "Public Tests"), "")
-        return {}, f"{OTTER_FAILED}:\n" + failure[-OUTPUT_TAIL:]
+        raise OtterGradedNothing(f"{OTTER_FAILED}:\n" + failure[-OUTPUT_TAIL:])
     return verdicts, None
 
 
