@@ -59,7 +59,7 @@ from grader.check.testing import seeded
 from grader.check.notebook import NamespaceModule
 from grader.check.runner import run_test
 from grader.check.suite import GradedTest, discover
-from grader.sandbox.limits import MAX_CPU_WAIT_CREDIT
+from grader.sandbox.limits import MAX_CPU_WAIT_CREDIT, wait_credit
 
 HIDDEN_FOLDER = "kit_hidden_tests"
 STEP_SECONDS = 10.0  # the judge's default per step (grader.sandbox.limits); the generated cells pass theirs
@@ -124,9 +124,8 @@ def _with_alarm(seconds, function, place_of):
 
     def on_alarm(signum, frame):
         if state["armed"]:
-            waited = _cpu_wait() - state["waited"]
-            credit = min(waited, MAX_CPU_WAIT_CREDIT * seconds) - state["credited"]
-            if credit > 0.01 and state["where"] is None:
+            credit = wait_credit(_cpu_wait() - state["waited"], state["credited"], seconds)
+            if credit and state["where"] is None:
                 state["credited"] += credit
                 signal.setitimer(signal.ITIMER_REAL, credit, REPEAT_SECONDS)
                 return

@@ -71,3 +71,10 @@ def parse_size(text):
 # deadline moves by that wait, up to this many times the limit, so a hang still ends (the judge's worker:
 # sandbox.transport; Otter's and nbgrader's in-kernel checks: integrations.incell).
 MAX_CPU_WAIT_CREDIT = 4.0
+
+
+def wait_credit(waited: float, credited: float, limit: float) -> float:
+    """Seconds a step's deadline moves now: the CPU wait since the step began (`waited`) not yet credited
+    (`credited`), within MAX_CPU_WAIT_CREDIT × its `limit` in all; 0 for less than 10 ms."""
+    credit = min(waited, MAX_CPU_WAIT_CREDIT * limit) - credited
+    return credit if credit >= 0.01 else 0.0

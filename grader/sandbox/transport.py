@@ -18,7 +18,7 @@ from grader.check.loader import SubmissionError, read_chunks
 from grader.check.student import StudentUnavailable
 from grader.sandbox import pool as pools
 from grader.sandbox import processes, seal
-from grader.sandbox.limits import MAX_CPU_WAIT_CREDIT, Limit
+from grader.sandbox.limits import Limit, wait_credit
 from grader.sandbox.pool import SEAL_ATTEMPTS
 from grader.sandbox.sealed import WorkerConfig
 
@@ -117,9 +117,8 @@ class WorkerTransport:
     def _credit_cpu_wait(self):
         """Move the deadline by the time the submission (or the judge reading it) waited for a CPU since its
         step began, not yet credited, at most MAX_CPU_WAIT_CREDIT × the limit in all: True if it moved."""
-        waited = self._cpu_wait() - self.cpu_wait_base - self.cpu_wait_credited
-        credit = min(waited, MAX_CPU_WAIT_CREDIT * self.time_limit - self.cpu_wait_credited)
-        if credit < 0.01:
+        credit = wait_credit(self._cpu_wait() - self.cpu_wait_base, self.cpu_wait_credited, self.time_limit)
+        if not credit:
             return False
         self.deadline += credit
         self.cpu_wait_credited += credit
