@@ -4,12 +4,11 @@ A worker runs the student's code, which can patch the grader's own encoder insid
 frame. The judge decodes outside every limit of the worker, so `wire.loads` and `wire.decode` bound
 what one answer may hold (header bytes, values, tensors, tensor bytes) and refuse a blob referenced
 twice or overlapping another; and the time the judge spends reading an answer is the step's.
-Measured here: allocations (tracemalloc) and time per forged frame.
+Measured here: allocations (tracemalloc), and that a forged frame is refused before anything is built.
 """
 
 import json
 import struct
-import time
 import tracemalloc
 
 import pytest
@@ -69,20 +68,20 @@ def test_overlapping_blobs_are_refused():
     (["\ud800" * 1000] * 3000, "18 MB of escaped surrogates"),
     ({"$tuple": [[[]] * 1000] * 1000}, "a million empty lists"),
 ])
-def test_forged_answers_are_refused_quickly_and_cheaply(value, why):
+def test_forged_answers_are_refused_before_anything_is_built(value, why):
+    """Refused by `loads`, from the header's text, before a value or a tensor is built (the cost is then a few
+    passes over at most MAX_HEADER_BYTES: no timing here, which would measure the machine, not the decoder)."""
     header = json.dumps({"ok": True, "value": value}).encode()
     raw = frame(header)
-    started = time.thread_time()  # the CPU this refusal costs: a busy machine's waits are not the decoder's
-    with pytest.raises(ValueError):
-        read(raw)
-    seconds = time.thread_time() - started
-    assert seconds < 0.5, f"{why}: {seconds:.2f} s of CPU to refuse"
+    with pytest.raises(ValueError, match="not a message"):
+        wire.loads(raw)
     assert peak_allocation(lambda: read(raw)) < 8 * len(header) + 32 * MiB, why
 
 
 def test_the_largest_honest_answers_still_cross():
     values = [torch.rand(4, 64, 64), {f"heads.{h}.W_query.weight": torch.rand(8, 6) for h in range(64)},
-              [float(i) for i in range(50_000)], tuple(torch.rand(3) for _ in range(1000)), "x" * 5000]
+              [float(i) for i in range(50_000)], tuple(torch.rand(3) for _ in range(1000)), "x" * 5000,
+              [torch.zeros(1) for _ in range(wire.MAX_TENSORS)]]
     for value in values:
         back = wire.decode(wire.loads(wire.dumps({"value": wire.encode(value)}))["value"])
         assert type(back) is type(value)

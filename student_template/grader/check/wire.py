@@ -407,6 +407,10 @@ def loads(raw):
         # Every value after the first in a container follows a comma: a bound on the items, before parsing.
         if text.count(",") + text.count("[") + text.count("{") > 4 * MAX_ITEMS:
             raise ValueError("too many values")
+        # Every tensor is a "$tensor" key (the same text inside a string is escaped, \"$tensor\"): a bound on the
+        # tensors, before any is built.
+        if text.count('"$tensor"') > MAX_TENSORS:
+            raise ValueError("too many tensors")
         _FRAME.blobs, _FRAME.spans = memoryview(raw)[end:], []
         try:
             message = _DECODER.decode(text)  # one JSON value (JSONDecodeError for anything else after it)
