@@ -31,6 +31,7 @@ import fcntl
 import functools
 import os
 import resource
+import select
 import signal
 import site
 import socket
@@ -766,6 +767,9 @@ def _become(uid):
 
 # --------------------------------------------------------------------------- in the judge: what works
 
+PROBE_SECONDS = 120.0  # sealing takes ~50 ms; a probe still at it after this is stuck
+
+
 def probe(mode, uid=None, bpf=b""):
     """Seal a throwaway child in `mode`: (its report, None) when that works, else (None, why not)."""
     import json
@@ -785,11 +789,19 @@ def probe(mode, uid=None, bpf=b""):
         finally:
             os._exit(0)
     os.close(write_end)
-    chunks = []
-    while chunk := os.read(read_end, 65536):
-        chunks.append(chunk)
-    os.close(read_end)
-    os.waitpid(pid, 0)
+    chunks, deadline = [], time.monotonic() + PROBE_SECONDS
+    try:
+        while select.select([read_end], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            if not (chunk := os.read(read_end, 65536)):
+                break
+            chunks.append(chunk)
+        else:  # a seal that hangs would hang the run before its first grade, silently: refuse loudly
+            os.kill(pid, signal.SIGKILL)
+            raise SandboxError(f"the {mode} sandbox's probe did not finish sealing in {PROBE_SECONDS:g} s (a machine "
+                               "short of CPU or memory?); grade again once the machine is quieter (docs/sandbox.md)")
+    finally:
+        os.close(read_end)
+        os.waitpid(pid, 0)
     try:
         answer = json.loads(b"".join(chunks))
     except ValueError:

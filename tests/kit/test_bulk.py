@@ -18,6 +18,8 @@ from grader.judging.judge import Options, grade_submission
 from grader.chapter import STEP_KEYS
 from grader.paths import ROOT
 from grader.chapter import TOTAL_POINTS
+from tests.kit.launch import launched
+from tests.kit.test_stopping import AS_TYPED
 
 COUNT = 16
 
@@ -224,12 +226,6 @@ def test_judges_take_each_file_once_whoever_is_free(tmp_path):
     assert sorted(mine + theirs) == list(range(20000))
 
 
-def as_typed():
-    """In the child: the signals as a terminal's fresh job has them (see test_stopping)."""
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, signal.SIG_DFL)
-
-
 def regrade_stopped(out, name, submission, number, when, *more):
     """`regrade name --submission FILE` in its own process group, signalled (the group) as soon as `when()`;
     (exit code, stderr)."""
@@ -239,9 +235,9 @@ def regrade_stopped(out, name, submission, number, when, *more):
 def stopped_command(arguments, number, when):
     """`python -m grader ARGUMENTS` in its own process group, signalled (the group) as soon as `when()`;
     (exit code, stderr)."""
-    process = subprocess.Popen([sys.executable, "-m", "grader", *map(str, arguments)], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True, preexec_fn=as_typed)
+    process = subprocess.Popen(launched([sys.executable, "-m", "grader", *arguments], default_signals=AS_TYPED),
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
     deadline = time.monotonic() + 300
     while process.poll() is None and not when() and time.monotonic() < deadline:
         time.sleep(0.005)

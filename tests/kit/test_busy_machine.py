@@ -9,6 +9,7 @@ held (grader.sandbox.transport.MAX_CPU_WAIT_CREDIT), and a hang still ends.
 
 import csv
 import os
+import signal
 import subprocess
 import sys
 
@@ -16,6 +17,7 @@ import pytest
 
 from grader.chapter import TOTAL_POINTS
 from grader.paths import ROOT
+from tests.kit.launch import launched
 
 pytestmark = pytest.mark.slow(reason="grades through `python -m grader` on one CPU kept busy by other processes")
 
@@ -30,28 +32,41 @@ HANG = "\n\ndef causal_mask(context_length):\n    while True:\n        pass\n"
 # Busy loops on the grader's CPU, each in a session of its own: the kernel shares a CPU between sessions
 # (autogroups) or between processes, so the submission gets at most a fifth of it either way.
 HOGS = 4
+GIVE_UP_SECONDS = 300  # then the test fails saying where the grader waited (a CI run once saw it stuck: launch.py)
 ONE_CPU = {sorted(os.sched_getaffinity(0))[0]} if hasattr(os, "sched_getaffinity") else None
-
-
-def on_one_cpu():
-    os.sched_setaffinity(0, ONE_CPU)
 
 
 def grade_on_a_busy_cpu(folder, out):
     """`python -m grader grade folder` on one CPU that busy loops share with it: {name: total}."""
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=on_one_cpu, start_new_session=True)
-            for _ in range(HOGS)]
+    hogs = [subprocess.Popen(launched([sys.executable, "-c", "while True: pass"], cpus=ONE_CPU),
+                             start_new_session=True) for _ in range(HOGS)]
     try:
-        done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "--jobs", "1",
-                               "--time-limit", "2"], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                              preexec_fn=on_one_cpu)
+        command = [sys.executable, "-m", "grader", "grade", folder, "--out", out, "--jobs", "1", "--time-limit", "2"]
+        grading = subprocess.Popen(launched(command, cpus=ONE_CPU),
+                                   cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+        try:
+            stdout, stderr = grading.communicate(timeout=GIVE_UP_SECONDS)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the grader had not finished after {GIVE_UP_SECONDS} s (40 s is usual here).\n"
+                        + where_it_waits(grading))
     finally:
         for hog in hogs:
             hog.kill()
             hog.wait()
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert grading.returncode == 0, stderr[-3000:]
     with open(out / "grades.csv", newline="") as stream:
         return {row["submission"]: float(row["total"]) for row in csv.DictReader(stream)}
+
+
+def where_it_waits(grading):
+    """What each process of a stuck grader was doing (state, kernel wait channel, CPU time) and, from
+    PYTHONFAULTHANDLER's dump on SIGABRT, the Python stack of each of the grader's threads."""
+    table = subprocess.run(["ps", "-eo", "pid,ppid,stat,wchan:24,time,args", "--forest"], capture_output=True,
+                           text=True).stdout
+    grading.send_signal(signal.SIGABRT)
+    stdout, stderr = grading.communicate(timeout=60)
+    return f"processes:\n{table[-12000:]}\ngrader's output:\n{stdout[-3000:]}\n{stderr[-12000:]}"
 
 
 @pytest.mark.skipif(ONE_CPU is None, reason="needs sched_setaffinity (Linux)")

@@ -33,7 +33,7 @@ def run_grader(*args, umask=None, prefix=(), timeout=600):
     """`python -m grader ARGS` (or `python -c PREFIX... ARGS`) from the repository, with `umask` if given."""
     command = [sys.executable, *(prefix or ["-m", "grader"]), *map(str, args)]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
+                          umask=-1 if umask is None else umask)  # set by subprocess itself: no preexec_fn
 
 
 def error_lines(done):

@@ -25,6 +25,7 @@ from grader.paths import ROOT
 from grader.sandbox import entry, pool, processes, seal, seccomp
 from grader.sandbox.limits import Limit
 from grader.sandbox.transport import WorkerTransport
+from tests.kit.launch import launched
 
 PROTECTIONS = pool.current().protections()
 SEALED = PROTECTIONS.mode in ("root", "userns")
@@ -349,10 +350,8 @@ def _blocking_namespaces():
 
 
 def _grade(folder, out, *flags, bpf=None):
-    libc = seal._libc  # with prctl's argument types declared
-    return subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "--jobs", "2",
-                           *flags], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          preexec_fn=(lambda: seccomp.load(bpf, libc)) if bpf else None)
+    return subprocess.run(launched([sys.executable, "-m", "grader", "grade", folder, "--out", out, "--jobs", "2",
+                                    *flags], bpf=bpf), cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
 def test_a_run_says_which_protections_were_on_and_can_refuse_to_grade_without_them(tmp_path, clean):
@@ -434,3 +433,15 @@ def test_a_worker_shares_none_of_the_judges_helpers(start):
     targets = student.call("descriptor_targets")
     others = [target for target in targets if target != "/dev/null" and not target.startswith("/proc/")]
     assert targets[:3] == ["/dev/null"] * 3 and len(others) == 1 and others[0].startswith("socket:"), targets
+
+
+def test_a_probe_whose_seal_hangs_is_refused_loudly_not_waited_for(monkeypatch):
+    """Before: the run's probe read its sealed child's answer with no end: a seal that hung held the whole class
+    run, silently, before its first grade. Now the probe gives up after PROBE_SECONDS, kills its child, and the
+    run refuses (SandboxError: `grade` exits 2 with the message)."""
+    monkeypatch.setattr(seal, "seal", lambda policy: time.sleep(60))
+    monkeypatch.setattr(seal, "PROBE_SECONDS", 0.5)
+    started = time.monotonic()
+    with pytest.raises(seal.SandboxError, match="did not finish sealing"):
+        seal.probe("basic")
+    assert time.monotonic() - started < 30  # the child was killed and reaped, not waited for

@@ -22,6 +22,7 @@ from grader.judging import results_json as results_io
 from grader.judging.judge import Options, grade_submission
 from grader.paths import ROOT
 from grader.sandbox import pool
+from tests.kit.launch import launched
 
 COUNT = 16  # two judge processes at --jobs 4: the forked judges are stopped too
 SEED = 20261126
@@ -65,19 +66,18 @@ def verdicts(out):
     return found
 
 
-def as_typed():
-    """In the child: the signals as a terminal's fresh job has them (a CI runner may start the tests with SIGHUP or
-    SIGINT ignored, which the grader rightly keeps ignoring)."""
-    for number in stopping.SIGNALS:
-        signal.signal(number, signal.SIG_DFL)
+# The signals as a terminal's fresh job has them (a CI runner may start the tests with SIGHUP or SIGINT ignored,
+# which the grader rightly keeps ignoring): set to their default in the started command (tests.kit.launch).
+AS_TYPED = stopping.SIGNALS
 
 
 def stop_at(classroom, out, number, delay):
     """Start a class run in its own process group, signal the whole group after `delay` s (as a terminal's
     Ctrl-C does); the finished process."""
-    process = subprocess.Popen([sys.executable, "-m", "grader", *GRADE[:1], str(classroom), "--out", str(out),
-                                *GRADE[1:]], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True, preexec_fn=as_typed)
+    process = subprocess.Popen(launched([sys.executable, "-m", "grader", *GRADE[:1], classroom, "--out", out,
+                                         *GRADE[1:]], default_signals=AS_TYPED),
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
     try:
         process.wait(timeout=delay)
     except subprocess.TimeoutExpired:
@@ -153,8 +153,8 @@ except stopping.Stopped as stop:
 def test_a_signal_delivered_twice_at_once_is_one_stop():
     """Before: `make grade` stopped by SIGTERM printed no resume line (make forwards SIGTERM to its child, which
     the process group had signalled already: the second copy ended the grader at once)."""
-    done = subprocess.run([sys.executable, "-c", ECHOED], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          preexec_fn=as_typed)
+    done = subprocess.run(launched([sys.executable, "-c", ECHOED], default_signals=AS_TYPED), cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert done.stdout.strip() == "stopped cleanly by SIGTERM exit 143"
 
@@ -171,8 +171,8 @@ print("still grading", stopping.requested())
 
 def test_a_hang_up_the_run_was_started_to_ignore_stays_ignored():
     """`nohup make grade` starts the grader with SIGHUP ignored: logging out must not stop the class run."""
-    done = subprocess.run([sys.executable, "-c", NOHUP], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    done = subprocess.run(launched([sys.executable, "-c", NOHUP], ignored_signals=[signal.SIGHUP]), cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert done.stdout.strip() == "still grading False"
 
@@ -199,8 +199,8 @@ def test_a_stop_during_an_import_waits_for_the_import_to_finish():
     """Before: SIGTERM while `grade` imported torch raised inside numpy's extension module, whose second
     import then failed with "CPU dispatcher tracer already initlized": a traceback and exit 1 instead of a
     clean stop (seen once in CI). Now the stop is kept and raised by the command's next check."""
-    done = subprocess.run([sys.executable, "-c", IMPORTING], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          preexec_fn=as_typed)
+    done = subprocess.run(launched([sys.executable, "-c", IMPORTING], default_signals=AS_TYPED), cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert done.stdout.split("\n")[:2] == ["imported True True", "stopped after the import 143"]
 
@@ -212,9 +212,10 @@ def test_a_stop_after_the_last_record_ends_the_run_by_the_signal_without_a_trace
     SIGTERM" and exit 0, as if nothing had come (found by a blind tester, 3 of 3). Now it is kept: one line says
     every record was written, and the run exits 128 + the signal, as a stopped run does."""
     out = tmp_path / "out"
-    process = subprocess.Popen([sys.executable, "-m", "grader", *GRADE[:1], str(classroom), "--out", str(out),
-                                *GRADE[1:]], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True, preexec_fn=as_typed)
+    process = subprocess.Popen(launched([sys.executable, "-m", "grader", *GRADE[:1], classroom, "--out", out,
+                                         *GRADE[1:]], default_signals=AS_TYPED),
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
     for line in process.stdout:
         if line.startswith("report:"):
             break
