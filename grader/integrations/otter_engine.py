@@ -18,15 +18,19 @@ this engine adds what it can:
   `otter run` is killed, and every process that inherited this run's marker
   (the kernel starts its own session) is killed too, as are leftovers after
   a normal end;
-* only `results.json` is read back (JSON; never Otter's pickle).
+* only `results.json` is read back (JSON; never Otter's pickle);
+* `otter run` dies with the grader (kill -9 included), and the next run removes the scratch folders
+  of graders that were killed.
 """
 
 import atexit
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -44,6 +48,7 @@ from grader.sandbox.limits import Limit
 MARKER = "KIT_OTTER_RUN"  # environment variable naming this run; inherited by everything it starts
 STARTUP_SECONDS = 30  # otter run's own start (imports, kernel launch) on top of the per-step time limit
 OUTPUT_TAIL = 1500
+SCRATCH_PREFIX = "kit-otter-"  # then run-<pid>- or autograder-<pid>-: the process that made the folder
 
 _built: dict[str, Path] = {}
 _build_lock = threading.Lock()
@@ -55,10 +60,28 @@ def autograder_zip() -> Path:
         if "zip" not in _built:
             from grader.integrations.otter import build  # noqa: PLC0415 - only the Otter engine needs it
 
-            folder = tempfile.mkdtemp(prefix="kit-otter-autograder-")
+            sweep_left_behind()
+            folder = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}autograder-{os.getpid()}-")
             atexit.register(shutil.rmtree, folder, True)
             _built["zip"] = build(folder)[0]
         return _built["zip"]
+
+
+def sweep_left_behind() -> None:
+    """Remove the scratch folders of graders that ended without removing them (killed midway, kill -9
+    included): each folder names the process that made it, and only this user's folders of processes that
+    no longer run are removed."""
+    scratch = Path(tempfile.gettempdir())
+    for folder in scratch.glob(f"{SCRATCH_PREFIX}*"):
+        match = re.fullmatch(rf"{SCRATCH_PREFIX}(?:run|autograder)-(\d+)-\w+", folder.name)
+        try:
+            if not match or folder.lstat().st_uid != os.getuid() or not stat.S_ISDIR(folder.lstat().st_mode):
+                continue
+            os.kill(int(match.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (OSError, OverflowError):  # alive as another user's process, or gone already: not ours to touch
+            continue
 
 
 def submission_timeout(options: Options) -> float:
@@ -78,7 +101,7 @@ def grade_with_otter(path: str | Path, name: str, tests: Sequence[GradedTest], o
         result.tests = [TestResult(t.name, t.step, 0.0, t.points, unreadable, t.visibility) for t in tests]
         return result
     autograder = Path(autograder or autograder_zip()).resolve()
-    workdir = Path(tempfile.mkdtemp(prefix="kit-otter-run-"))
+    workdir = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}run-{os.getpid()}-"))
     try:
         submission = private_copy(Path(path), workdir / "submission")
         output, log = run_otter(autograder, submission, workdir, submission_timeout(options),
@@ -137,7 +160,8 @@ def run_otter(autograder: Path, submission: Path, workdir: Path, timeout: float,
                str(output_dir), "--no-logo", submission.name]
     log_path = workdir / "otter.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=submission.parent, env=env, stdin=subprocess.DEVNULL,
+        process = subprocess.Popen(dying_with_this_process(command), cwd=submission.parent, env=env,
+                                   stdin=subprocess.DEVNULL,
                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             process.wait(timeout=timeout)
@@ -155,6 +179,23 @@ def run_otter(autograder: Path, submission: Path, workdir: Path, timeout: float,
     # otter run exits 0 whatever the scores: anything else means it was stopped midway (a results.json
     # then may be the student's own, written from the kernel), so nothing of it is believed.
     return (results if process.returncode == 0 and results.is_file() else None), tail
+
+
+# Run first in the started interpreter, which then execs the command (no preexec_fn: this process has threads).
+_DIE_WITH_PARENT = """
+import ctypes, os, signal, sys
+ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: kept across exec
+if os.getppid() != int(sys.argv[1]):
+    os._exit(1)  # the grader ended before the signal was armed
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
+
+
+def dying_with_this_process(command: list[str]) -> list[str]:
+    """`command`, killed by the kernel if this grader ends first (kill -9 included): a grader killed midway
+    would otherwise leave `otter run` grading on for a minute. Its kernel ends with it (ipykernel exits once
+    the process that started it is gone)."""
+    return [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid()), *command]
 
 
 def kill_run(process: subprocess.Popen, token: str) -> None:

@@ -8,6 +8,8 @@ own grader test by test), and one submission that hangs.
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 import zipfile
@@ -21,10 +23,12 @@ from otter.nbmeta_config import NBMetadataConfig
 
 from grader.build.exercises import code_sections, notebook
 from grader.judging.judge import Options, grade_submission
+from grader.integrations import otter_engine
 from grader.integrations.otter_engine import case_verdicts, grade_with_otter
 from grader.integrations.otter import NAME
 from grader.build.release import with_checks
 from grader.chapter import STEP_KEYS
+from grader.paths import ROOT
 
 pytestmark = [pytest.mark.kit,
               pytest.mark.slow(reason="`otter run` for real on the solution, the stub and the catalogue's bugs")]
@@ -162,3 +166,57 @@ def test_a_hanging_submission_is_stopped_with_everything_it_started(autograder, 
     time.sleep(0.2)
     assert not os.path.exists(f"/proc/{sleeper}") or "Z" in open(f"/proc/{sleeper}/stat").read().split()[2]
     assert not list(private.iterdir())
+
+
+def test_a_grader_killed_midway_takes_otter_down_and_the_next_run_removes_its_folders(clean, tmp_path, monkeypatch):
+    """Before (a blind tester): `kill -9` of a class run graded with ENGINE=otter left `otter run` and its kernel
+    grading on for up to 70 s, and its kit-otter-* folders in /tmp for good. Now `otter run` dies with the
+    grader (its kernel follows), and the next Otter run removes the folders of graders no longer running."""
+    classroom, scratch = tmp_path / "class", tmp_path / "scratch"
+    classroom.mkdir()
+    scratch.mkdir()
+    kernel_pid = tmp_path / "kernel.pid"
+    (classroom / "sleeper.py").write_text(
+        clean + f"\nimport os, time\nopen({str(kernel_pid)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
+    command = [sys.executable, "-m", "grader", "grade", classroom, "--out", tmp_path / "out", "--engine", "otter"]
+    grading = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while not (kernel_pid.exists() and kernel_pid.read_text()) and time.monotonic() < deadline:
+        assert grading.poll() is None, "the grader ended before the submission ran"
+        time.sleep(0.2)
+    grading.kill()
+    grading.wait()
+    kernel = int(kernel_pid.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (running_from(scratch) or alive(kernel)):
+        time.sleep(0.2)
+    assert not running_from(scratch) and not alive(kernel), "otter run or its kernel outlived the killed grader"
+    left = sorted(folder.name for folder in scratch.iterdir())
+    assert any(name.startswith("kit-otter-run-") for name in left), left  # what the kill left behind
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    mine = scratch / f"kit-otter-run-{os.getpid()}-live"  # a running grader's folder is kept
+    mine.mkdir()
+    otter_engine.sweep_left_behind()
+    assert [folder.name for folder in scratch.iterdir()] == [mine.name]
+
+
+def running_from(scratch):
+    """Pids of the processes whose TMPDIR is in `scratch` (the engine's `otter run` and its kernel have a folder
+    of their own there)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            environ = open(f"/proc/{entry}/environ", "rb").read() if entry.isdigit() else b""
+        except OSError:
+            continue
+        if any(entry.startswith(f"TMPDIR={scratch}/".encode()) for entry in environ.split(b"\0")):
+            found.append(int(entry))
+    return found
+
+
+def alive(pid):
+    try:
+        return "Z" not in open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
