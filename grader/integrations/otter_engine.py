@@ -184,7 +184,10 @@ def run_otter(autograder: Path, submission: Path, workdir: Path, timeout: float,
 # Run first in the started interpreter, which then execs the command (no preexec_fn: this process has threads).
 _DIE_WITH_PARENT = """
 import ctypes, os, signal, sys
-ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: kept across exec
+try:
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: kept across exec
+except AttributeError:
+    pass  # not Linux: a killed grader's run ends at its own pace
 if os.getppid() != int(sys.argv[1]):
     os._exit(1)  # the grader ended before the signal was armed
 os.execvp(sys.argv[2], sys.argv[2:])
@@ -195,7 +198,7 @@ def dying_with_this_process(command: list[str]) -> list[str]:
     """`command`, killed by the kernel if this grader ends first (kill -9 included): a grader killed midway
     would otherwise leave `otter run` grading on for a minute. Its kernel ends with it (ipykernel exits once
     the process that started it is gone)."""
-    return [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid()), *command]
+    return [sys.executable, "-I", "-c", _DIE_WITH_PARENT, str(os.getpid()), *command]  # -I: nothing of the cwd
 
 
 def kill_run(process: subprocess.Popen, token: str) -> None:
