@@ -10,6 +10,7 @@ Prints, for this machine:
     and, as root with a cgroup v1 cpuacct hierarchy, the CPU seconds of the run and all it started (per
     submission: the figure to compare across runs on a shared machine, where wall time follows the load);
   * a student's `python check.py masking` in student_template/ (target <= 1.5 x the floor);
+  * one file through the command line, `python -m grader grade FILE`, a fresh process each (target <= 1.5 x);
   * the sandbox: median wait for a sealed worker per submission (target <= 15 ms) and seal time;
   * peak memory of grading one submission, judge + fork server + worker (target <= 700 MB);
   * judge <-> worker round trips per submission: a correct file (target <= 20, once the judge has learned its
@@ -40,7 +41,8 @@ from grader.faults.samples import synthetic_class  # noqa: E402
 from grader.sandbox import processes  # noqa: E402
 
 PYTHON = sys.executable
-TARGETS = {"bulk_ratio": 20.0, "check_ratio": 1.5, "peak_mb": 700.0, "sandbox_ms": 15.0, "round_trips": 20}
+TARGETS = {"bulk_ratio": 20.0, "check_ratio": 1.5, "cli_ratio": 1.5, "peak_mb": 700.0, "sandbox_ms": 15.0,
+           "round_trips": 20}
 
 
 def timed(command, **kwargs):
@@ -272,6 +274,13 @@ def main():
         check = statistics.median(timed(student_check)[0] for _ in range(3))
         report("student check: python check.py masking (student_template)", f"{check:.2f} s")
         report("student check / floor", f"{check / floor:.2f} x", "<= 1.5 x", check / floor <= TARGETS["check_ratio"])
+
+        # One file through the command line, a fresh `python -m grader grade FILE` each time (the sandbox's probe,
+        # the fork server's start and the judge's first plans included): what grading a single student costs.
+        one_file = statistics.median(timed(grade_command(ROOT / "solutions" / "attention.py", scratch / f"cli{run}",
+                                                         args))[0] for run in range(3))
+        report("one file: python -m grader grade FILE (median of 3)", f"{one_file:.2f} s")
+        report("one file / floor", f"{one_file / floor:.2f} x", "<= 1.5 x", one_file / floor <= TARGETS["cli_ratio"])
 
         rss, pss = peak_memory([PYTHON, "-m", "grader", "grade", "solutions/attention.py", "--out",
                                 str(scratch / "one"), "--device", args.device])
