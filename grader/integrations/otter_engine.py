@@ -75,7 +75,8 @@ def sweep_left_behind() -> None:
     for folder in scratch.glob(f"{SCRATCH_PREFIX}*"):
         match = re.fullmatch(rf"{SCRATCH_PREFIX}(?:run|autograder)-(\d+)-\w+", folder.name)
         try:
-            if not match or folder.lstat().st_uid != os.getuid() or not stat.S_ISDIR(folder.lstat().st_mode):
+            info = folder.lstat()
+            if not match or info.st_uid != os.getuid() or not stat.S_ISDIR(info.st_mode):
                 continue
             os.kill(int(match.group(1)), 0)
         except ProcessLookupError:
