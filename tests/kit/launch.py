@@ -3,8 +3,8 @@ fresh job has them, a seccomp filter), without subprocess's `preexec_fn`.
 
 `preexec_fn` runs Python in the forked child of this pytest process, which has threads (the sandbox pools
 of session fixtures: reapers, spare sealers): such a child can deadlock before it execs (the subprocess
-docs say so), and once in CI it did, a grader that never started (600 s, no output). Here the setting is
-applied by a fresh interpreter, which then execs the command: nothing runs between fork and exec.
+docs say so). Here the setting is applied by a fresh interpreter, which then execs the command: nothing
+runs between fork and exec.
 """
 
 import base64

@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from grader.chapter import TOTAL_POINTS
+from grader.integrations.otter_engine import dying_with_this_process
 from grader.paths import ROOT
 from tests.kit.launch import launched
 
@@ -29,20 +30,25 @@ while _time.process_time() - _began < {LOAD_CPU_SECONDS}:
     pass
 """
 HANG = "\n\ndef causal_mask(context_length):\n    while True:\n        pass\n"
-# Busy loops on the grader's CPU, each in a session of its own: the kernel shares a CPU between sessions
-# (autogroups) or between processes, so the submission gets at most a fifth of it either way.
+# Busy loops on the grader's CPU, in the test's own session, at the test's nice: the kernel then shares the
+# CPU between the five processes, a fifth each. Not a session each: a new session is a new scheduler
+# autogroup at nice 0, and where the runner's own autogroup is niced (nice 19 in CI) the hogs' groups outweigh
+# the grader's some 270 to 1, and it stayed in `import torch` for 300 s and more (two CI runs; reproduced
+# here by `echo 19 > /proc/self/autogroup` before pytest).
 HOGS = 4
-GIVE_UP_SECONDS = 300  # then the test fails saying where the grader waited (a CI run once saw it stuck: launch.py)
+GIVE_UP_SECONDS = 300  # then the test fails saying where the grader waited
 ONE_CPU = {sorted(os.sched_getaffinity(0))[0]} if hasattr(os, "sched_getaffinity") else None
 
 
 def grade_on_a_busy_cpu(folder, out):
     """`python -m grader grade folder` on one CPU that busy loops share with it: {name: total}."""
-    hogs = [subprocess.Popen(launched([sys.executable, "-c", "while True: pass"], cpus=ONE_CPU),
-                             start_new_session=True) for _ in range(HOGS)]
+    # Each dies with this test's process too: a pytest killed midway (a CI timeout) left its hogs looping.
+    hogs = [subprocess.Popen(launched(dying_with_this_process([sys.executable, "-c", "while True: pass"]),
+                                      cpus=ONE_CPU))
+            for _ in range(HOGS)]
     try:
         command = [sys.executable, "-m", "grader", "grade", folder, "--out", out, "--jobs", "1", "--time-limit", "2"]
-        grading = subprocess.Popen(launched(command, cpus=ONE_CPU),
+        grading = subprocess.Popen(launched(dying_with_this_process(command), cpus=ONE_CPU),
                                    cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                    env={**os.environ, "PYTHONFAULTHANDLER": "1"})
         try:

@@ -31,7 +31,7 @@ def test_the_changelog_names_the_version_of_pyproject():
 
 def test_no_process_is_started_with_preexec_fn():
     """subprocess's preexec_fn runs Python between fork and exec in a process with threads (the grader's judges,
-    this suite's sandbox pools), where it can deadlock: once in CI a grader never started. tests/kit/launch.py
+    this suite's sandbox pools), where it can deadlock (the subprocess docs warn of it). tests/kit/launch.py
     applies such settings in the started process instead; subprocess's own umask, process_group and user
     arguments need nothing. (bench/ keeps one: its process starts no thread.)"""
     found = [f"{path.relative_to(ROOT)}:{number}" for folder in ("grader", "tests")
