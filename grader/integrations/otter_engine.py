@@ -186,7 +186,8 @@ def run_otter(autograder: Path, submission: Path, workdir: Path, timeout: float,
 _DIE_WITH_PARENT = """
 import ctypes, os, signal, sys
 try:
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: kept across exec
+    PR_SET_PDEATHSIG = 1  # <linux/prctl.h>; the setting is kept across exec
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 except AttributeError:
     pass  # not Linux: a killed grader's run ends at its own pace
 if os.getppid() != int(sys.argv[1]):
