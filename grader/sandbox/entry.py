@@ -24,6 +24,10 @@ from grader.check.session import Session
 from grader.sandbox import processes, seal
 
 PROCESS_LIMIT = 64  # processes and threads of one submission (cgroup pids, RLIMIT_NPROC)
+# Where no memory cgroup counts the kernel memory of a process's memory areas (up to vm.max_map_count of them,
+# about 12 MiB, copied by each fork), fewer processes bound it: 16 hold at most about 200 MiB. An honest worker
+# is one process with torch's one thread.
+PROCESS_LIMIT_WITHOUT_MEMORY_CGROUP = 16
 
 
 def run(connection_fd, spec):
@@ -98,6 +102,11 @@ def worker_main(conn, spec):
         send(dumps(session.handle(request)))
 
 
+def _process_limit(cgroup):
+    memory_counted = cgroup is not None and "memory" in cgroup.limits
+    return PROCESS_LIMIT if memory_counted else PROCESS_LIMIT_WITHOUT_MEMORY_CGROUP
+
+
 def _policy(keep_fd, spec):
     address_space = None
     if not spec["device"].startswith("cuda"):
@@ -109,5 +118,5 @@ def _policy(keep_fd, spec):
         env.update({key: os.environ[key] for key in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER") if key in os.environ})
     return seal.Policy(keep_fd=keep_fd, mode=spec["mode"], view=spec["view"], devices=spec["devices"], env=env,
                        uid=spec["uid"], cgroup=spec["cgroup"], bpf=spec["bpf"], address_space=address_space,
-                       cpu_seconds=spec["cpu_seconds"], processes=PROCESS_LIMIT, why=spec["why"],
+                       cpu_seconds=spec["cpu_seconds"], processes=_process_limit(spec["cgroup"]), why=spec["why"],
                        timings=spec["timings"])

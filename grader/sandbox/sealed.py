@@ -110,16 +110,18 @@ class SealedWorker:
         return not self.closed and self.process.exitcode is None
 
     def usage(self):
-        """(memory the submission added, CPU seconds its live processes used) for the watchdog; each
-        None where the kernel counts it itself (cgroup)."""
-        memory_counted = self.cgroup is not None and "memory" in self.cgroup.limits and \
-            not self.config.device.startswith("cuda")
+        """(memory the submission added, CPU seconds its live processes used, how many processes it runs)
+        for the watchdog; each None where the kernel counts it itself (cgroup). The processes are counted
+        where no memory cgroup holds the kernel memory each one's memory areas take (entry.py)."""
+        kernel_memory_counted = self.cgroup is not None and "memory" in self.cgroup.limits
+        memory_counted = kernel_memory_counted and not self.config.device.startswith("cuda")
         cpu_counted = self.cgroup is not None and "cpu" in self.cgroup.limits
         if memory_counted and cpu_counted:
-            return None, None
+            return None, None, None
         pids = processes.subtree(self.pid1)
         return (None if memory_counted else processes.resident_growth(pids, self.baseline),
-                None if cpu_counted else processes.cpu_seconds(pids))
+                None if cpu_counted else processes.cpu_seconds(pids),
+                None if kernel_memory_counted else len(pids))
 
     def cpu_wait(self):
         """Seconds the submission's processes have waited for a CPU others held (processes.cpu_wait_seconds)."""

@@ -20,6 +20,7 @@ from grader.sandbox import pool as pools
 from grader.sandbox import processes, seal
 from grader.sandbox.limits import Limit, wait_credit
 from grader.sandbox.pool import SEAL_ATTEMPTS
+from grader.sandbox.entry import PROCESS_LIMIT_WITHOUT_MEMORY_CGROUP
 from grader.sandbox.sealed import WorkerConfig
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -157,9 +158,14 @@ class WorkerTransport:
             if stopping.requested():  # the run is being stopped: this submission is left for the next run
                 self.close()
                 stopping.check()
-            memory, cpu = self.worker.usage()
+            memory, cpu, running = self.worker.usage()
             if (memory is not None and memory > self.memory_limit) or self.worker.out_of_memory():
                 self._memory_limit(doing)
+            if running is not None and running > PROCESS_LIMIT_WITHOUT_MEMORY_CGROUP:
+                # RLIMIT_NPROC alone counts every process of the user in the basic mode of an ordinary user
+                self._stop(f"process limit: your code ran {running} processes at once while {doing}; a "
+                           f"submission may run {PROCESS_LIMIT_WITHOUT_MEMORY_CGROUP} (it needs one)",
+                           Limit.PROCESSES)
             if cpu is not None:
                 # Without a cpu cgroup: a submission computing on more than one core at a time (processes
                 # it started) takes classmates' time; its step stops.
