@@ -636,14 +636,23 @@ def head_scores(queries, keys, heads):
 def heads_layouts(values, heads):
     """{layout: output} of multi-head attention whose every score is equal (causal: token i averages the values
     of tokens 0..i in each head), for values (b, n, d_out): "ok" the heads split and merged right, "merge"
-    merged by a view without transpose(1, 2), "split" split by a view straight to (b, heads, n, head_dim)."""
+    merged by a view without transpose(1, 2), "split" split by a view straight to (b, heads, n, head_dim) and
+    merged right, "split_view" split so and merged back by a view too."""
     b, n, d_out = values.shape
     head_dim = d_out // heads
     average = torch.tril(torch.ones(n, n, dtype=values.dtype))
     average = average / average.sum(dim=-1, keepdim=True)
     per_head = average @ values.reshape(b, n, heads, head_dim).transpose(1, 2)
+    split = average @ values.reshape(b, heads, n, head_dim)
     return {"ok": average @ values, "merge": per_head.reshape(b, n, d_out),
-            "split": (average @ values.reshape(b, heads, n, head_dim)).transpose(1, 2).reshape(b, n, d_out)}
+            "split": split.transpose(1, 2).reshape(b, n, d_out), "split_view": split.reshape(b, n, d_out)}
+
+
+def holds_the_same_numbers(out, want):
+    """Whether each sequence of `out` holds exactly the numbers of `want`'s, in other places: the heads' contexts
+    are right but split or merged in another order. (A wrong mask or scale changes the numbers themselves.)"""
+    return not torch.allclose(out, want, atol=1e-5) and torch.allclose(
+        out.flatten(1).sort(dim=1).values, want.flatten(1).sort(dim=1).values, atol=1e-5)
 
 
 def weights_of_output(out, n, heads, d_out):
@@ -941,9 +950,9 @@ class Battery:
     def heads_layout(self):
         """Multi-head attention with zero queries and keys (equal scores: each token averages the values of
         tokens 0..i in every head) and random values: the output is that average, in place, when the heads are
-        split and merged right. It is measured against the two known scrambles (merged, or split, by a view
-        without transpose(1, 2)); an output that is none of them (a wrong mask or scale also changes it) says
-        nothing here."""
+        split and merged right. It is measured against the known scrambles (merged, or split, by a view
+        without transpose(1, 2)); an output that holds the right numbers in other places is another scramble
+        ("other"); an output that is none of these (a wrong mask also changes it) says nothing here."""
         dims = self.dims
         if self.name != "MultiHeadAttention" or dims.heads < 2:
             return
@@ -957,10 +966,13 @@ class Battery:
         if out is None or tuple(out.shape) != (dims.batch, dims.n, dims.d_out) or not bool(torch.isfinite(out).all()):
             return
         layouts = heads_layouts(x.double() @ params["W_value.weight"].double().T, dims.heads)
-        matched = [label for label, want in layouts.items() if torch.allclose(out, want, atol=1e-5)]
+        matched = {"split" if label == "split_view" else label for label, want in layouts.items()
+                   if torch.allclose(out, want, atol=1e-5)}
+        if not matched and holds_the_same_numbers(out, layouts["ok"]):
+            matched = {"other"}
         if len(matched) == 1:
-            self.layout_seen = matched[0]
-            self.add("heads_layout", matched[0])
+            self.layout_seen = matched.pop()
+            self.add("heads_layout", self.layout_seen)
 
     def value_path(self):
         """With W_value = 0 every output is 0 (out_proj, if any, is the identity without bias): otherwise the

@@ -37,8 +37,9 @@ class Failure(AssertionError):
     details["cause"], with `kind` the strength of the evidence.
     """
 
-    def __init__(self, message, cause=None, kind="property", picture=None, error=None, observations=()):
+    def __init__(self, message, cause=None, kind="property", picture=None, error=None, observations=(), found=None):
         super().__init__(message)
+        self.found = found  # what was found, before `explain` added the probes' reading (said once)
         if cause and cause not in CAUSES:
             raise KeyError(f"unknown cause {cause!r}: add it to grader.check.causes.CAUSES")
         observations = list(observations) + ([observation("cause", cause)] if cause else [])
@@ -70,7 +71,8 @@ def explain(found, observations):
 
 def fail(found, observations, kind="property", picture=None, error=None):
     """Raise the Failure for `found` with these observations, its message from `explain`."""
-    raise Failure(explain(found, observations), kind=kind, picture=picture, error=error, observations=observations)
+    raise Failure(explain(found, observations), kind=kind, picture=picture, error=error, observations=observations,
+                  found=found)
 
 
 @contextlib.contextmanager
@@ -105,7 +107,7 @@ def diagnosed(probes):
         if failure.details.get("probed"):
             raise
         seen = failure.details.get("observations", []) + list(probes())
-        found = str(failure).split("\n", 1)[0].split("; ", 1)[0].rstrip(". ")
+        found = failure.found or str(failure).split("\n", 1)[0].split("; ", 1)[0].rstrip(". ")
         raise probed(Failure(explain(found, seen), observations=seen, picture=failure.details.get("picture"),
                              error=failure.details.get("error"))) from failure
     except (StudentError, StudentUnavailable):

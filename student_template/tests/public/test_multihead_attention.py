@@ -86,6 +86,9 @@ def test_weights(student):
         seen = battery_observations(student, "MultiHeadAttention", DIMS, ("attention",))
         if not any(item["probe"] == "rows" for item in seen):  # no weights were read: say why (a crash, a shape)
             Battery(student, "MultiHeadAttention", DIMS).weights()
+            if any(item["probe"] == "heads_layout" and item["outcome"] != "ok" for item in seen):
+                fail("with every score equal, each head's average of the values is not where it belongs in the "
+                     "output", probes())  # the layout probe's reading names the scramble
             fail("the output of MultiHeadAttention(d_in, d_out, ...) does not have the shape (b, n, d_out)", probes())
         wrong = [item for item in seen if item["probe"] in ("rows", "temperature", "pattern", "causality", "batch",
                                                             "lengths") and item["outcome"] != "ok"]
