@@ -98,7 +98,9 @@ PROBES = {
                   "(1-p): dropout acts on the scores, before the softmax"}),
     "lengths": ("inputs of every length up to context_length", {
         "short_crash": "inputs shorter than context_length raise while the full length works",
-        "long_crash": "inputs of the full context_length raise while shorter ones work"}),
+        "long_crash": "inputs of the full context_length raise while shorter ones work",
+        "state": "a new module takes the full context_length, but not after shorter inputs: forward changes the "
+                 "module between calls"}),
     "init": ("seeded weights", {
         "order": "the right draws in the wrong order", "randn": "some are torch.randn draws",
         "shape": "they have shape (d_out, d_in)", "fused": "one fused draw is split in three",
@@ -308,6 +310,10 @@ CAUSES = {cause.key: cause for cause in (
     Cause("mask_length", "the mask is built for fewer positions than context_length",
           "register torch.triu(torch.ones(context_length, context_length), diagonal=1) as the mask buffer",
           sig(lengths="long_crash")),
+    Cause("mask_overwritten", "forward changes the module between calls (self.mask = self.mask[:n, :n] keeps "
+          "the slice), so a later, longer input finds the mask too small",
+          "slice into a local name, mask = self.mask.bool()[:num_tokens, :num_tokens], and leave the buffer as "
+          "__init__ registered it", sig(lengths="state")),
     Cause("mask_sliced_by_batch", "the mask is sized from the batch axis (x.shape[0], or scores.shape[0] for a "
           "batch of scores) instead of the number of tokens", "take the size from the token axis: num_tokens = "
           "x.shape[1] and self.mask.bool()[:num_tokens, :num_tokens] in a module, scores.shape[-1] for scores",

@@ -1049,7 +1049,8 @@ class Battery:
 
     def lengths(self):
         """One token, a few, and the full context_length: a crash only below context_length is a mask not sliced
-        to the tokens; a crash only at context_length is a mask built for fewer positions."""
+        to the tokens; a crash only at context_length is a mask built for fewer positions, unless a fresh module
+        takes the full length: then forward changed the module (its mask) on an earlier, shorter input."""
         def look():
             module, params = self.loaded(now=False)
             lengths = (self.dims.context, 1, self.dims.n)
@@ -1059,7 +1060,10 @@ class Battery:
             if not crashes:
                 self.add("lengths", "ok")
             elif set(crashes) == {self.dims.context}:
-                self.add("lengths", "long_crash")
+                fresh = self.build(qkv_bias=False, dropout=SHARED_P)
+                out = fresh.forward_each([((draw(2, self.dims.context, self.dims.d_in, seed=self.seed + 31
+                                                 + self.dims.context, scale=1.0),), False, None)], weights=params)[0]
+                self.add("lengths", "long_crash" if isinstance(out, StudentError) else "state")
             elif self.dims.context not in crashes:
                 self.add("lengths", "short_crash")
                 self.observations += crash_observations(next(iter(crashes.values())))

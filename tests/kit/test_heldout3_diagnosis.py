@@ -1,9 +1,13 @@
-"""Heads split or merged in an order the chapter does not use: the attention weights the probes read through
-the values are then the scramble's, so no mask, scale or dropout fault may be named from them.
+"""Three wrong causes a blind tester's third held-out set found (2026-11-27), each now a class of its own.
 
-A blind tester's third held-out set (2026-11-27) found two: heads merged with permute(0, 2, 3, 1) were told
-"mask pattern" and, in a public check, that the output's shape was wrong (it was right); heads split and merged
-by views alone (no transpose at either end) were told "softmax scale, mask pattern, dropout rate".
+Heads split or merged in an order the chapter does not use: the attention weights the probes read through the
+values are then the scramble's, so no mask, scale or dropout fault may be named from them. Heads merged with
+permute(0, 2, 3, 1) were told "mask pattern" and, in a public check, that the output's shape was wrong (it was
+right); heads split and merged by views alone (no transpose at either end) were told "softmax scale, mask
+pattern, dropout rate".
+
+A forward that keeps its slice of the mask (self.mask = self.mask[:n, :n]) was told to register a full-size
+mask in __init__, which it did: only a fresh module tells the two apart.
 """
 
 import pytest
@@ -42,3 +46,17 @@ def test_scrambled_heads_cost_their_step_and_are_never_read_as_a_mask_or_scale_f
             assert not [title for title in MISREAD if f"{title} (" in told], (test.name, test.output)
             assert "does not have the shape" not in (test.output or ""), (test.name, test.output)
             assert (test.output or "").count("(right: ") <= 1, (test.name, test.output)  # said once
+
+
+SLICE = "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n"
+KEEPS_ITS_SLICE = ("        self.mask = self.mask[:num_tokens, :num_tokens]\n"
+                   "        attn_scores.masked_fill_(self.mask.bool(), -torch.inf)\n")
+
+
+@pytest.mark.slow(reason="grades a submission through the sandboxed judge")
+def test_a_forward_that_keeps_its_slice_of_the_mask_is_told_so_not_to_register_a_bigger_mask(clean, grade, maxima):
+    assert clean.count(SLICE) == 2, "the solution's masking line changed: update this test"
+    source = clean.replace(SLICE, KEEPS_ITS_SLICE, 1)  # CausalAttention's (MultiHeadAttention's comes second)
+    result = grade(source)
+    assert lost_steps(result, maxima) == {"causal_attention"}
+    assert named_causes(result) == {"mask_overwritten"}
