@@ -169,6 +169,7 @@ SLOW = {
     "test_hostile.py": "grades dozens of attacks through the sandboxed judge, and class runs of forged results",
     "test_learners_heldout.py": "grades the 105 files of the held-out learner set through the sandboxed judge",
     "test_learners_heldout2.py": "grades the 60 files of the second held-out learner set through the sandboxed judge",
+    "test_learners_heldout3.py": "grades the 51 files of the third held-out learner set through the sandboxed judge",
     "test_bulk.py": "class runs through `python -m grader`, killed midway and resumed",
     "test_stopping.py": "signals real `python -m grader` class runs at random moments",
     "test_isolation.py": "processes escaping the real sandbox, graded as root and as another user",
