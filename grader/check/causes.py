@@ -494,11 +494,16 @@ READ_THROUGH_THE_LAYOUT = frozenset({"rows", "renorm", "temperature", "pattern",
                                      "future_scores", "rate", "rescale", "layout", "target"})
 
 
+def heads_scrambled(observations):
+    """Whether the heads' layout probe saw the heads split or merged out of place."""
+    return any(item.get("probe") == "heads_layout" and item.get("outcome") not in (None, "ok")
+               for item in observations)
+
+
 def failed_properties(observations):
     """[(property, what was seen)] of the probes whose outcome was not right, in PROBES order, once each."""
     seen = {}
-    scrambled = any(item.get("probe") == "heads_layout" and item.get("outcome") not in (None, "ok")
-                    for item in observations)
+    scrambled = heads_scrambled(observations)
     for item in observations:
         probe, outcome = item.get("probe"), item.get("outcome")
         if scrambled and probe in READ_THROUGH_THE_LAYOUT:

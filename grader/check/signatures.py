@@ -1051,18 +1051,19 @@ class Battery:
         """One token, a few, and the full context_length: a crash only below context_length is a mask not sliced
         to the tokens; a crash only at context_length is a mask built for fewer positions, unless a fresh module
         takes the full length: then forward changed the module (its mask) on an earlier, shorter input."""
+        def call(n):
+            return (draw(2, n, self.dims.d_in, seed=self.seed + 31 + n, scale=1.0),), False, None
+
         def look():
             module, params = self.loaded(now=False)
             lengths = (self.dims.context, 1, self.dims.n)
-            outs = module.forward_each([((draw(2, n, self.dims.d_in, seed=self.seed + 31 + n, scale=1.0),), False,
-                                         None) for n in lengths], weights=params)  # each length's crash its own
+            outs = module.forward_each([call(n) for n in lengths], weights=params)  # each length's crash its own
             crashes = {n: out for n, out in zip(lengths, outs) if isinstance(out, StudentError)}
             if not crashes:
                 self.add("lengths", "ok")
             elif set(crashes) == {self.dims.context}:
                 fresh = self.build(qkv_bias=False, dropout=SHARED_P)
-                out = fresh.forward_each([((draw(2, self.dims.context, self.dims.d_in, seed=self.seed + 31
-                                                 + self.dims.context, scale=1.0),), False, None)], weights=params)[0]
+                out = fresh.forward_each([call(self.dims.context)], weights=params)[0]
                 self.add("lengths", "long_crash" if isinstance(out, StudentError) else "state")
             elif self.dims.context not in crashes:
                 self.add("lengths", "short_crash")

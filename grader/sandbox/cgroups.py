@@ -121,6 +121,12 @@ class Groups:
         return Cgroup.create(name, bases, v2, memory_bytes, pids, cpus)
 
 
+def counts(cgroup, controller):
+    """Whether a submission's groups (a Cgroup, or None where it has none) hold it to `controller`'s limit
+    ("memory", "cpu", "pids"): where not, rlimits and the judge's watchdog stand in."""
+    return cgroup is not None and controller in cgroup.limits
+
+
 class Cgroup:
     """The groups of one submission: {key: folder}, and the limits that were applied."""
 

@@ -21,7 +21,7 @@ import torch
 from grader.check import wire
 from grader.check.loader import Chunk, SubmissionError, load_definitions
 from grader.check.session import Session
-from grader.sandbox import processes, seal
+from grader.sandbox import cgroups, processes, seal
 
 PROCESS_LIMIT = 64  # processes and threads of one submission (cgroup pids, RLIMIT_NPROC)
 # Where no memory cgroup counts the kernel memory of a process's memory areas (up to vm.max_map_count of them,
@@ -103,8 +103,7 @@ def worker_main(conn, spec):
 
 
 def _process_limit(cgroup):
-    memory_counted = cgroup is not None and "memory" in cgroup.limits
-    return PROCESS_LIMIT if memory_counted else PROCESS_LIMIT_WITHOUT_MEMORY_CGROUP
+    return PROCESS_LIMIT if cgroups.counts(cgroup, "memory") else PROCESS_LIMIT_WITHOUT_MEMORY_CGROUP
 
 
 def _policy(keep_fd, spec):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from multiprocessing import connection
 
 from grader.check import wire
-from grader.sandbox import processes, seal, seccomp, servers
+from grader.sandbox import cgroups, processes, seal, seccomp, servers
 from grader.sandbox.entry import PROCESS_LIMIT
 
 SETUP_SECONDS = 30.0  # a worker that is not sealed by then is broken (not the student's time)
@@ -113,9 +113,9 @@ class SealedWorker:
         """(memory the submission added, CPU seconds its live processes used, how many processes it runs)
         for the watchdog; each None where the kernel counts it itself (cgroup). The processes are counted
         where no memory cgroup holds the kernel memory each one's memory areas take (entry.py)."""
-        kernel_memory_counted = self.cgroup is not None and "memory" in self.cgroup.limits
+        kernel_memory_counted = cgroups.counts(self.cgroup, "memory")
         memory_counted = kernel_memory_counted and not self.config.device.startswith("cuda")
-        cpu_counted = self.cgroup is not None and "cpu" in self.cgroup.limits
+        cpu_counted = cgroups.counts(self.cgroup, "cpu")
         if memory_counted and cpu_counted:
             return None, None, None
         pids = processes.subtree(self.pid1)
@@ -128,7 +128,7 @@ class SealedWorker:
         return processes.cpu_wait_seconds(processes.subtree(self.pid1))
 
     def out_of_memory(self):
-        return self.cgroup is not None and "memory" in self.cgroup.limits and self.cgroup.oom_kills() > 0
+        return cgroups.counts(self.cgroup, "memory") and self.cgroup.oom_kills() > 0
 
     def close(self):
         """Stop the worker and every process it started, wherever they went; idempotent."""

@@ -3,7 +3,7 @@
 import torch
 from grader.check.book import MHA_SEED123, book_batch, expect_book_batch
 
-from grader.check.causes import observation
+from grader.check.causes import heads_scrambled, observation
 from grader.check.signatures import Battery, Dims, battery_observations, module_observations
 from grader.check.student import StudentError
 from grader.check.testing import diagnosed, expect_tensor, fail, graded, once, seeded
@@ -86,7 +86,7 @@ def test_weights(student):
         seen = battery_observations(student, "MultiHeadAttention", DIMS, ("attention",))
         if not any(item["probe"] == "rows" for item in seen):  # no weights were read: say why (a crash, a shape)
             Battery(student, "MultiHeadAttention", DIMS).weights()
-            if any(item["probe"] == "heads_layout" and item["outcome"] != "ok" for item in seen):
+            if heads_scrambled(seen):
                 fail("with every score equal, each head's average of the values is not where it belongs in the "
                      "output", probes())  # the layout probe's reading names the scramble
             fail("the output of MultiHeadAttention(d_in, d_out, ...) does not have the shape (b, n, d_out)", probes())
