@@ -13,14 +13,12 @@ full marks are ungraded on purpose (docs/diagnosis.md says why). Asserted, as fo
 """
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from grader.check.causes import CAUSES
-from grader.judging.judge import Options, grade_submission
-from tests.kit.test_learners_heldout2 import lost_steps, named_causes
+from tests.kit.test_learners_heldout2 import graded_once, lost_steps, named_causes
 
 HELDOUT = Path(__file__).parent / "learners_heldout3"
 MANIFEST = {entry["file"]: entry for entry in json.loads((HELDOUT / "manifest.json").read_text(encoding="utf-8"))}
@@ -73,15 +71,7 @@ RIGHT_CAUSES = {
 
 @pytest.fixture(scope="module")
 def graded(suite):
-    """{file: SubmissionResult}, every file graded once through the sandboxed judge, two at a time."""
-    options = Options()
-
-    def one(name):
-        path = HELDOUT / name
-        return name, grade_submission(path, path.stem, suite, options)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(one, MANIFEST))
+    return graded_once(HELDOUT, MANIFEST, suite)
 
 
 def test_the_set_is_what_its_manifest_says(maxima):
