@@ -7,10 +7,16 @@ including its variants, keeps full marks; tolerances are the device's own
 (`grader.testing.TOLERANCES`), and no test compares seeded dropout masks.
 """
 
+import os
+
 import pytest
 import torch
+from grader.check.student import Student
 from grader.faults.bugs import BUGS
 from grader.faults.variants import VARIANTS
+from grader.paths import ROOT
+from grader.sandbox import pool, seal
+from grader.sandbox.transport import WorkerTransport
 
 pytestmark = [
     pytest.mark.gpu,
@@ -61,3 +67,63 @@ def test_bugs_lose_points_in_their_step_on_the_gpu_too(grade, clean, maxima, bug
     steps = result.step_scores()
     assert steps[bug.step] < maxima[bug.step]
     assert all(steps[key] == maxima[key] for key in maxima if key != bug.step)
+
+
+# What a sealed CUDA worker can see. On the CPU its procfs shows its own processes only (subset=pid); the NVIDIA
+# driver reads /proc/driver/nvidia, so on CUDA the whole procfs stays with the host's figures masked one by one
+# (seal.MASKED_FILES): this path runs only where there is a GPU.
+SEALED_PROBES = """
+import os
+import torch
+
+
+def sizes(paths):
+    found = {}
+    for path in paths:
+        try:
+            with open(path, "rb") as file:
+                found[path] = len(file.read(4096))
+        except OSError:
+            found[path] = -1
+    return found
+
+
+def cpuinfo():
+    with open("/proc/cpuinfo") as file:
+        return file.read()
+
+
+def environment():
+    return sorted(os.environ)
+
+
+def processes():
+    return sorted(int(name) for name in os.listdir("/proc") if name.isdigit())
+
+
+def product_on_the_gpu():
+    x = torch.ones(16, 8, device="cuda")
+    return float((x @ x.T).sum()), str(x.device)
+"""
+
+
+def test_a_sealed_cuda_worker_computes_on_the_gpu_and_sees_nothing_of_the_machine(tmp_path):
+    path = tmp_path / "probes.py"
+    path.write_text(SEALED_PROBES)
+    transport = WorkerTransport(path, device="cuda")
+    try:
+        assert transport.fatal is None, transport.fatal
+        student = Student(transport, device="cuda")
+        assert student.call("product_on_the_gpu") == (16 * 16 * 8.0, "cuda:0")
+        assert set(student.call("environment")) <= {"PATH", "HOME", "TMPDIR", "LANG", "CUDA_VISIBLE_DEVICES",
+                                                     "CUDA_DEVICE_ORDER"}
+        secrets = [str(ROOT / "solutions" / "attention.py"), str(ROOT / "tests" / "hidden"), str(tmp_path),
+                   "/etc/passwd", "/etc/shadow", "/root/.bash_history", "/home"]
+        assert {p: n for p, n in student.call("sizes", secrets).items() if n >= 0} == {}
+        if pool.current().protections().mode in ("root", "userns"):
+            host = [p for p in seal.MASKED_FILES if os.path.isfile(p)]
+            assert {p: n for p, n in student.call("sizes", host).items() if n > 0} == {}
+            assert "model name" not in student.call("cpuinfo")
+            assert student.call("processes")[:1] == [1]
+    finally:
+        transport.close()
