@@ -227,6 +227,9 @@ def expect_tensor(value, what, shape=None, device=None):
             fail(f"{what} contains NaN exactly in the rows of {label} (first at {where})",
                  [observation("pattern", outcome)] + ([observation("nan", nan)] if nan else []))
         fail(f"{what} contains {kind} (first at {where})", [observation("nan", nan)] if nan else [])
+    # The copy says where the answer lived, as the answer did: a later check of it (expect_close after
+    # expect_tensor) must not read "cpu" for a GPU worker's answer (tests/kit/test_device_labels.py).
+    double.wire_device = student_device
     return double
 
 
