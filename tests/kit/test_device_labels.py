@@ -10,6 +10,7 @@ answers say "cuda:0", as a GPU worker's do: every check must give the same verdi
 """
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,11 @@ from grader.faults.bugs import BUGS
 from grader.faults.variants import VARIANTS
 
 GPU_DEVICE = "cuda:0"
+KIT = Path(__file__).parent
+# Correct files the blind testers wrote (never tuned on here): einsum, sdpa, fused projections, other masks...
+HELDOUT_VARIANTS = sorted([*(KIT / "learners_heldout" / "variants").glob("*.py"),
+                           *(KIT / "learners_heldout2").glob("variant_*.py"),
+                           *(KIT / "learners_heldout3").glob("variant_*.py")])
 
 
 class LabelledAsGpu:
@@ -67,9 +73,14 @@ def test_the_reference_passes_every_check_when_its_answers_come_from_the_gpu(tmp
     assert failed == []
 
 
-@pytest.mark.parametrize("variant", VARIANTS[::3], ids=lambda v: v.id)
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.id)
 def test_correct_variants_pass_every_check_when_their_answers_come_from_the_gpu(tmp_path, suite, variant):
     path = written(tmp_path, variant.apply(clean_solution()))
+    assert [name for name, passed, _ in verdicts(path, suite, True) if not passed] == []
+
+
+@pytest.mark.parametrize("path", HELDOUT_VARIANTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_held_out_variants_pass_every_check_when_their_answers_come_from_the_gpu(path, suite):
     assert [name for name, passed, _ in verdicts(path, suite, True) if not passed] == []
 
 
