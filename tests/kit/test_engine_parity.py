@@ -29,6 +29,7 @@ from grader.sandbox.limits import Limit
 pytestmark = pytest.mark.kit
 
 STEP_SECONDS = 10  # the kit's default per-step budget, which the published autograders carry too
+CELL_SECONDS = 3 * STEP_SECONDS  # nbgrader's timeout of one cell in the parity course
 
 
 def hang(clean):
@@ -94,6 +95,9 @@ def by_nbgrader(faults, suite, tmp_path_factory):
     dist = tmp_path_factory.mktemp("nbgrader-parity")
     course_builder.build(dist)
     course = dist / "nbgrader"
+    # The hang's demo cell runs until nbgrader's cell timeout (60 s by default); the instructor's own setting,
+    # course_config.py, shortens it, as a course may: the checks' cells stop themselves at STEP_SECONDS.
+    (course / "course_config.py").write_text(f"c = get_config()  # noqa: F821\nc.Execute.timeout = {CELL_SECONDS}\n")
     release = (course / "release" / "attention" / "attention.ipynb").read_text()
     notebooks = {fault: filled(release, text) for fault, text in faults.items()}
     roster = course / "students.csv"
