@@ -77,12 +77,15 @@ import os
 import torch
 
 
-def sizes(paths):
+def sizes(paths):  # bytes a file shows, entries a folder lists; -1 where it cannot be read or is not there
     found = {}
     for path in paths:
         try:
-            with open(path, "rb") as file:
-                found[path] = len(file.read(4096))
+            if os.path.isdir(path):
+                found[path] = len(os.listdir(path))
+            else:
+                with open(path, "rb") as file:
+                    found[path] = len(file.read(4096))
         except OSError:
             found[path] = -1
     return found
