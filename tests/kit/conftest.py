@@ -170,8 +170,9 @@ SLOW = {
     "test_learners_heldout.py": "grades the 105 files of the held-out learner set through the sandboxed judge",
     "test_learners_heldout2.py": "grades the 60 files of the second held-out learner set through the sandboxed judge",
     "test_learners_heldout3.py": "grades the 51 files of the third held-out learner set through the sandboxed judge",
+    "test_learners_heldout4.py": "grades the 64 files of the fourth held-out learner set through the sandboxed judge",
     "test_device_labels.py::test_held_out_variants_pass_every_check_when_their_answers_come_from_the_gpu":
-        "runs every check on the 46 correct files of the three held-out learner sets",
+        "runs every check on the 67 correct files of the four held-out learner sets",
     "test_device_labels.py::test_a_bug_is_told_the_same_on_the_gpu_as_on_the_cpu":
         "runs every check twice (answers labelled CPU and GPU) on a fifth of the bug catalogue",
     "test_bulk.py": "class runs through `python -m grader`, killed midway and resumed",
