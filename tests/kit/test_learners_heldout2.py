@@ -122,6 +122,26 @@ def named_causes(result):
                         for key, cause in CAUSES.items() if cause.title in (test.output or "")}
 
 
+def assert_full_marks_and_no_cause(result, maxima):
+    """A correct file keeps every step's points and is told no cause."""
+    assert lost_steps(result, maxima) == set(), [(t.name, (t.output or "")[:300]) for t in result.tests
+                                                 if t.score < t.max_score]
+    assert named_causes(result) == set()
+
+
+def assert_lost_where_it_reaches(name, entry, result, maxima):
+    """A bug loses points in its step (manifest: steps_affected), and in no step it cannot reach (propagates_to)."""
+    lost = lost_steps(result, maxima)
+    assert lost & set(entry["steps_affected"]), f"{name}: {entry['cause']}"
+    assert lost <= set(entry["steps_affected"]) | set(entry.get("propagates_to", [])), (name, sorted(lost))
+
+
+def assert_only_right_causes(name, entry, result, right):
+    """Every cause the feedback states is one of `right`, the causes that state the learner's mistake."""
+    wrong = named_causes(result) - right
+    assert wrong == set(), f"{name}: {entry['cause']} -- told {[CAUSES[key].title for key in wrong]}"
+
+
 def test_the_set_is_what_its_manifest_says(maxima):
     assert (len(BUGS), len(VARIANTS)) == (45, 15)
     assert {path.name for path in HELDOUT.glob("*.py")} == set(MANIFEST)
@@ -133,10 +153,7 @@ def test_the_set_is_what_its_manifest_says(maxima):
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_a_correct_variant_keeps_full_marks_and_is_told_no_cause(graded, maxima, name):
-    result = graded[name]
-    assert lost_steps(result, maxima) == set(), [(t.name, (t.output or "")[:300]) for t in result.tests
-                                                 if t.score < t.max_score]
-    assert named_causes(result) == set()
+    assert_full_marks_and_no_cause(graded[name], maxima)
 
 
 def on_the_cpu(name):
@@ -147,16 +164,12 @@ def on_the_cpu(name):
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=on_the_cpu(name)) for name in sorted(BUGS)])
 def test_a_bug_loses_points_in_its_step_and_only_where_it_reaches(graded, maxima, name):
-    entry = BUGS[name]
-    lost = lost_steps(graded[name], maxima)
-    assert lost & set(entry["steps_affected"]), f"{name}: {entry['cause']}"
-    assert lost <= set(entry["steps_affected"]) | set(entry.get("propagates_to", [])), (name, sorted(lost))
+    assert_lost_where_it_reaches(name, BUGS[name], graded[name], maxima)
 
 
 @pytest.mark.parametrize("name", sorted(BUGS))
 def test_no_cause_is_named_that_is_not_the_learners_mistake(graded, name):
-    wrong = named_causes(graded[name]) - RIGHT_CAUSES.get(name, set())
-    assert wrong == set(), f"{name}: {BUGS[name]['cause']} -- told {[CAUSES[key].title for key in wrong]}"
+    assert_only_right_causes(name, BUGS[name], graded[name], RIGHT_CAUSES.get(name, set()))
 
 
 def test_a_cause_is_named_for_most_bugs(graded):
@@ -173,7 +186,5 @@ def test_a_cause_is_named_for_most_bugs(graded):
 @pytest.mark.parametrize("name", sorted(SEEN_ONLY_ON_A_GPU))
 def test_a_bug_only_a_gpu_shows_loses_points_there(grade, maxima, name):
     """Graded on the GPU, the bug loses points in its step, and only where it reaches."""
-    entry = BUGS[name]
-    lost = lost_steps(grade((HELDOUT / name).read_text(encoding="utf-8"), device="cuda"), maxima)
-    assert lost & set(entry["steps_affected"]), f"{name}: {entry['cause']}"
-    assert lost <= set(entry["steps_affected"]) | set(entry.get("propagates_to", [])), (name, sorted(lost))
+    result = grade((HELDOUT / name).read_text(encoding="utf-8"), device="cuda")
+    assert_lost_where_it_reaches(name, BUGS[name], result, maxima)

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from grader.check.causes import CAUSES
-from tests.kit.test_learners_heldout2 import graded_once, lost_steps, named_causes
+from tests.kit.test_learners_heldout2 import (assert_full_marks_and_no_cause, assert_lost_where_it_reaches,
+                                             assert_only_right_causes, graded_once, named_causes)
 
 HELDOUT = Path(__file__).parent / "learners_heldout4"
 MANIFEST = {entry["file"]: entry for entry in json.loads((HELDOUT / "manifest.json").read_text(encoding="utf-8"))}
@@ -95,24 +96,17 @@ def test_the_set_is_what_its_manifest_says(maxima):
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_a_correct_variant_keeps_full_marks_and_is_told_no_cause(graded, maxima, name):
-    result = graded[name]
-    assert lost_steps(result, maxima) == set(), [(t.name, (t.output or "")[:300]) for t in result.tests
-                                                 if t.score < t.max_score]
-    assert named_causes(result) == set()
+    assert_full_marks_and_no_cause(graded[name], maxima)
 
 
 @pytest.mark.parametrize("name", sorted(set(BUGS) - set(UNGRADED)))
 def test_a_bug_loses_points_in_its_step_and_only_where_it_reaches(graded, maxima, name):
-    entry = BUGS[name]
-    lost = lost_steps(graded[name], maxima)
-    assert lost & set(entry["steps_affected"]), f"{name}: {entry['cause']}"
-    assert lost <= set(entry["steps_affected"]) | set(entry.get("propagates_to", [])), (name, sorted(lost))
+    assert_lost_where_it_reaches(name, BUGS[name], graded[name], maxima)
 
 
 @pytest.mark.parametrize("name", sorted(BUGS))
 def test_no_cause_is_named_that_is_not_the_learners_mistake(graded, name):
-    wrong = named_causes(graded[name]) - RIGHT_CAUSES.get(name, set())
-    assert wrong == set(), f"{name}: {BUGS[name]['cause']} -- told {[CAUSES[key].title for key in wrong]}"
+    assert_only_right_causes(name, BUGS[name], graded[name], RIGHT_CAUSES.get(name, set()))
 
 
 def test_a_right_cause_is_named_for_every_graded_bug(graded):
