@@ -42,6 +42,15 @@ from grader.text import terminal
 
 log = logging.getLogger(__name__)  # diagnostics; what a command is asked for is printed
 DEFAULT_JOBS = 2 * (os.cpu_count() or 1)
+# On a GPU each worker holds a CUDA context of its own, in the GPU's memory, which no limit caps per submission.
+# The H200 run graded 100 submissions as fast with 8 at once as with 32 (docs/sandbox.md, "On a GPU"); more only
+# brings a smaller GPU nearer to running out of memory.
+CUDA_JOBS = 8
+
+
+def default_jobs(device):
+    """Submissions graded at once when --jobs is not given."""
+    return min(DEFAULT_JOBS, CUDA_JOBS) if device.startswith("cuda") else DEFAULT_JOBS
 
 
 def grading_engine(name):
@@ -126,7 +135,8 @@ def grade_command(args):
                 index, count = slice_of_class
                 whole, submissions = submissions, shard(submissions, index, count)
                 write_slice(out, index, count, whole, settings, record["source"], class_code(submissions))
-            graded = grade_class(submissions, tests, options, out, maxima, grade_or_reject, settings, jobs=args.jobs)
+            jobs = args.jobs or default_jobs(args.device)
+            graded = grade_class(submissions, tests, options, out, maxima, grade_or_reject, settings, jobs=jobs)
             if slice_of_class:  # a shard's class files come from `merge`; its record carries the origins
                 class_record.write_record(out, record)
             else:
@@ -791,9 +801,9 @@ OVERRIDES_HELP = ("CSV of student,step,points,reason (step: a step key or total)
 
 def add_grading_options(parser):
     """The options of `grade` that `regrade` shares (a regrade should grade as the class was graded)."""
-    parser.add_argument("--jobs", type=jobs_argument, default=DEFAULT_JOBS,
+    parser.add_argument("--jobs", type=jobs_argument, default=None,
                         help=f"submissions graded at once (default {DEFAULT_JOBS}: two per core, so that one's "
-                             "worker computes while the other's judge thread checks)")
+                             f"worker computes while the other's judge thread checks; on a GPU at most {CUDA_JOBS})")
     parser.add_argument("--time-limit", type=seconds_argument, default=GRADING_DEFAULTS["time_limit"],
                         help=f"seconds per step (default {DEFAULTS.step_seconds:g})")
     parser.add_argument("--memory-limit", type=size_argument, default=GRADING_DEFAULTS["memory_limit"],

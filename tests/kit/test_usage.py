@@ -146,3 +146,17 @@ def test_make_variables_that_reach_the_grader_end_in_its_one_line(variables, inp
                           timeout=300, env=shell_env())
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert len([line for line in done.stderr.splitlines() if "error:" in line]) == 1, done.stderr
+
+
+def test_left_out_jobs_are_two_per_core_and_at_most_eight_on_a_gpu():
+    """Each GPU worker holds a CUDA context in the GPU's memory: the H200 run graded as fast with 8 at once as with
+    32 (docs/sandbox.md, "On a GPU"), so a GPU run starts no more unless --jobs asks."""
+    import argparse
+
+    from grader.cli import CUDA_JOBS, DEFAULT_JOBS, add_grading_options, default_jobs
+
+    parser = argparse.ArgumentParser()
+    add_grading_options(parser)
+    assert parser.parse_args([]).jobs is None and parser.parse_args(["--jobs", "32"]).jobs == 32
+    assert default_jobs("cpu") == DEFAULT_JOBS
+    assert default_jobs("cuda") == default_jobs("cuda:1") == min(DEFAULT_JOBS, CUDA_JOBS) == min(DEFAULT_JOBS, 8)
