@@ -763,9 +763,13 @@ class Battery:
         """One module (qkv_bias=False, dropout SHARED_P, eval mode unless asked) for the probes that can share it:
         each build is a round trip to the student's process, and grading has a time budget per step."""
         if self._shared is None:
-            module = self.build(qkv_bias=False, dropout=SHARED_P)
+            module = self.built_as_shared()
             self._shared = (module, module.describe())
         return self._shared
+
+    def built_as_shared(self):
+        """A new module built as the shared one is (a probe compares the two, e.g. before and after forwards)."""
+        return self.build(qkv_bias=False, dropout=SHARED_P)
 
     def args(self, dropout):
         dims = self.dims
@@ -1062,7 +1066,7 @@ class Battery:
             if not crashes:
                 self.add("lengths", "ok")
             elif set(crashes) == {self.dims.context}:
-                fresh = self.build(qkv_bias=False, dropout=SHARED_P)
+                fresh = self.built_as_shared()
                 out = fresh.forward_each([call(self.dims.context)], weights=params)[0]
                 self.add("lengths", "long_crash" if isinstance(out, StudentError) else "state")
             elif self.dims.context not in crashes:
