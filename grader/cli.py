@@ -685,8 +685,10 @@ def report_command(args):
     out = Path(args.out)
     if not (out / "results").is_dir():
         raise UsageError(f"{out} has no results/ folder: grade a class into it first (make grade OUT={out})")
+    # Held as a grade holds it: a report written while a run still grades into OUT (or writes its class files)
+    # would describe a class that is half one run and half another, and say nothing of it.
+    args.held.enter_context(hold_out(out))
     if (out / class_record.PENDING).is_file():  # a run stopped while writing its class files: record them all
-        args.held.enter_context(hold_out(out))
         finished_note(out, finish_pending(out))
     if args.pages:
         feedback.write_pages(out, force=True)

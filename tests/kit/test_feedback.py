@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 from PIL import Image
 
+from grader.cohort.bulk import holding
 from grader.feedback import page as feedback
 from grader.feedback import report
 from grader.judging import results_json as results
@@ -143,6 +144,12 @@ def test_sample_class_report(tmp_path, grader_cli):
     assert re.search(r">mean \d+\.\d</text>", dom) and re.search(r">median \d+\.\d</text>", dom)
     dark, coloured = ink(shot)
     assert dark > 0.05 and coloured > 0.01, (dark, coloured)
+    # While a run still grades into OUT, a report would mix its results with the last run's: it waits, and says so.
+    before = (out / "report.html").read_bytes()
+    with holding(out):
+        busy = grader_cli("report", "--out", out, cwd=ROOT)
+    assert busy.returncode == 1 and "in use by another grading run" in busy.stderr, busy.stderr
+    assert (out / "report.html").read_bytes() == before
 
 
 # --- the drawing helpers on odd input (no browser) ------------------------------------------------------------------
