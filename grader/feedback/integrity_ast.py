@@ -20,6 +20,7 @@ function as the sorted list of its statements. docs/integrity.md measures each n
 """
 
 import ast
+import hashlib
 import re
 
 LIBRARY = {"torch", "nn", "F", "math", "np", "numpy", "functional", "self", "super", "range", "len", "float",
@@ -35,6 +36,8 @@ SWAP = {"transpose", "swapaxes", "swapdims", "transpose_"}
 INPLACE = re.compile(r"^[a-z_]+_$")  # torch's in-place methods end in one underscore (masked_fill_, add_)
 MIN_STATEMENT = 10  # characters of canonical text: `return V`, `V=F(V)` say nothing of their own
 MIN_EXPRESSION = 24  # characters of canonical text: a sub-expression shorter than this is too common to tell
+MAX_CANONICAL = 256  # characters of one expression's canonical text (_bounded)
+MAX_EXPRESSIONS = 10_000  # expressions read per file: a whole solution has some 700
 MAX_PAIRS = 40  # statements per function whose pairs are taken (a longer function's first ones)
 HUGE = 1e4  # a fill below -HUGE hides a position as -inf does
 DEFINED = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", re.M)  # the file's functions and classes
@@ -54,18 +57,22 @@ class Canon:
         self.functions = set(DEFINED.findall(code))
         self.attributes = {name for pair in SELF_ATTRIBUTE.findall(code) for name in pair if name}
         self.collected: list[str] = []  # canonical sub-expressions met since the last reset, for the fingerprints
+        self.visits = 0  # expressions written so far (MAX_EXPRESSIONS)
 
     # --- expressions ---------------------------------------------------------------------------------------------
     def expr(self, node: ast.AST) -> str:
+        self.visits += 1
+        if self.visits > MAX_EXPRESSIONS:  # the rest of a file far longer than any solution is not read
+            return "ELIDED"
         method = getattr(self, "e_" + type(node).__name__, None)
         if method is not None:
-            text = method(node)
+            text = _bounded(method(node))
             if len(text) >= MIN_EXPRESSION and isinstance(node, (ast.Call, ast.BinOp)):
                 self.collected.append(text)
             return text
         parts = [self.expr(child) if isinstance(child, ast.expr) else type(child).__name__
                  for child in ast.iter_child_nodes(node) if not isinstance(child, (ast.expr_context,))]
-        return f"{type(node).__name__}({','.join(parts)})"
+        return _bounded(f"{type(node).__name__}({','.join(parts)})")
 
     def e_Name(self, node: ast.Name) -> str:
         if node.id in self.functions:
@@ -272,6 +279,15 @@ def _target(node):
     if isinstance(node, ast.Subscript):
         return "V[]"
     return "V"
+
+
+def _bounded(text):
+    """A canonical expression past MAX_CANONICAL characters as its digest: equal texts still match, and the next
+    level up neither copies nor splits it again. A solution's longest is some 150 characters; a file of chains of
+    hundreds of terms (a red team's, 1 MB) cost 5-25 s of the judge's CPU here, quadratic in each chain's length."""
+    if len(text) <= MAX_CANONICAL:
+        return text
+    return "LONG" + hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def _number(text):

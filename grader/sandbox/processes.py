@@ -135,6 +135,20 @@ def cpu_seconds(pids):
     return total / _TICKS
 
 
+def cpu_seconds_with_reaped(pids):
+    """CPU seconds the live processes `pids` used, and the processes they have reaped (cutime and cstime: each
+    exited process is counted once, in the live ancestor that waited for it, a sandbox's PID 1 at the latest)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat_file:
+                fields = stat_file.read().rsplit(")", 1)[1].split()
+            total += sum(int(field) for field in fields[11:15])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / _TICKS
+
+
 def cpu_wait_seconds(pids):
     """Seconds the threads of the live processes `pids` have spent ready to run but waiting for a CPU that
     others held (the second field of /proc/<pid>/task/<tid>/schedstat, in ns; 0 where the kernel has no

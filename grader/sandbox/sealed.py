@@ -127,6 +127,10 @@ class SealedWorker:
         """Seconds the submission's processes have waited for a CPU others held (processes.cpu_wait_seconds)."""
         return processes.cpu_wait_seconds(processes.subtree(self.pid1))
 
+    def cpu_used(self):
+        """CPU seconds the submission's processes have used, those that ended included."""
+        return processes.cpu_seconds_with_reaped(processes.subtree(self.pid1))
+
     def out_of_memory(self):
         return cgroups.counts(self.cgroup, "memory") and self.cgroup.oom_kills() > 0
 

@@ -58,7 +58,7 @@ class WorkerTransport:
         self.memory_limit = memory_limit
         self.dead, self.limit, self.worker = None, None, None
         self.fatal, self.problems, self.protections, self.setup_seconds = None, [], None, 0.0
-        self.cpu_wait_base = self.cpu_wait_credited = 0.0  # see _credit_cpu_wait
+        self.cpu_wait_base = self.cpu_wait_credited = self.cpu_used_base = self.step_began = 0.0  # _credit_cpu_wait
         try:
             chunks = read_chunks(path)  # by the judge: the worker never sees the submission's folder
         except SubmissionError as error:
@@ -108,8 +108,10 @@ class WorkerTransport:
         self._start_clock(seconds)
 
     def _start_clock(self, seconds):
-        self.deadline = time.monotonic() + seconds
+        self.step_began = time.monotonic()
+        self.deadline = self.step_began + seconds
         self.cpu_wait_base, self.cpu_wait_credited = self._cpu_wait(), 0.0
+        self.cpu_used_base = self.worker.cpu_used()
 
     def _cpu_wait(self):
         """Seconds the submission's processes and this judge thread have waited for a CPU others held."""
@@ -118,7 +120,12 @@ class WorkerTransport:
     def _credit_cpu_wait(self):
         """Move the deadline by the time the submission (or the judge reading it) waited for a CPU since its
         step began, not yet credited, at most MAX_CPU_WAIT_CREDIT × the limit in all: True if it moved."""
-        credit = wait_credit(self._cpu_wait() - self.cpu_wait_base, self.cpu_wait_credited, self.time_limit)
+        waited = self._cpu_wait() - self.cpu_wait_base
+        # Only a wait for CPUs others held: the time the submission neither ran nor slept is at most the step's
+        # time less the CPU its own processes used. A submission whose processes queue behind each other (14 busy
+        # children, a red team's) has used that time itself, and earns nothing (before: 5x its budget).
+        idle = time.monotonic() - self.step_began - (self.worker.cpu_used() - self.cpu_used_base)
+        credit = wait_credit(min(waited, max(0.0, idle)), self.cpu_wait_credited, self.time_limit)
         if not credit:
             return False
         self.deadline += credit

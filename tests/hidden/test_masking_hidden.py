@@ -8,8 +8,8 @@ from .oracle import randn, suspects, weights_of
 from grader.check.causes import observation
 from grader.check.signatures import (mask_dtype_observations, mask_outcome, pattern_outcome, renorm_outcome,
                                      rows_outcome, scale_table, temperature_observation)
-from grader.check.testing import (expect_close, expect_future_hidden, expect_rows_sum_to_one, expect_tensor, fail,
-                                  graded, named_crashes)
+from grader.check.testing import (expect_close, expect_computed_from, expect_future_hidden, expect_rows_sum_to_one,
+                                  expect_tensor, fail, graded, named_crashes)
 
 CAUSAL_FAULTS = ("zero_fill", "no_mask", "mask_past", "mask_past_diagonal", "mask_hides_diagonal", "mask_off_by_one",
                  "softmax_dim", "softmax_batch", "no_scale", "scale_dk", "scale_after", "scale_multiplied")
@@ -81,6 +81,10 @@ def test_renormalize_properties(student):
     expect_future_hidden(got, "renormalised weights", student.device, observations=renorm_probes(got, weights)())
     expect_rows_sum_to_one(got, "the renormalised weights", student.device, causal=True, probe="renorm",
                            observations=renorm_probes(got, weights)()[1:])
+    with named_crashes():
+        other = expect_tensor(student.call("mask_and_renormalize", weights.flip(-1)), "renormalised weights",
+                              shape=(2, 6, 6))
+    expect_computed_from(got, other, "mask_and_renormalize's output", "the weights it is given change")
 
 
 def causal_probes(got, scores, d_k):
@@ -126,6 +130,12 @@ def test_causal_ignores_future(student):
         index = changed.nonzero()[0].tolist()
         fail(f"changing only the scores above the diagonal changed weight {index}: the future influences the "
              "weights", [observation("future_scores", "leak")] + causal_probes(first, scores, 4)())
+    past = scores + ~future * randn(2, 6, 6, seed=8, scale=2.0)  # weights that ignore every score ignore these too
+    with named_crashes():
+        third = expect_tensor(student.call("causal_attention_weights", past, 4), "causal attention weights",
+                              shape=(2, 6, 6))
+    expect_computed_from(first, third, "causal_attention_weights' output", "the scores on and below the diagonal "
+                         "change")
 
 
 @graded("masking: causal_attention_weights rows sum to one and the future is zero", weight=1)
@@ -136,3 +146,7 @@ def test_causal_properties(student):
     probes = causal_probes(got, scores, 5)
     expect_future_hidden(got, "causal attention weights", student.device, observations=probes)
     expect_rows_sum_to_one(got, "the causal attention weights", student.device, causal=True, observations=probes)
+    with named_crashes():
+        other = expect_tensor(student.call("causal_attention_weights", scores.flip(-2), 5), "causal attention weights",
+                              shape=tuple(got.shape))
+    expect_computed_from(got, other, "causal_attention_weights' output", "the scores change")

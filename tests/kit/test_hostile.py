@@ -500,7 +500,9 @@ def test_strings_and_values_built_to_break_the_judge_become_messages(graded, max
     assert shown["score"] == result.score
     everything = " ".join(test.output for test in result.tests)
     assert "bad ? message" in everything and "cannot be shown" in everything
-    assert "an integer with" in everything and "nested more than" in everything and "'meta' device" in everything
+    assert "an integer with" in everything and "nested more than" in everything
+    # Only a hidden check meets the meta tensor: it says what happened in its own words (the worker wrote the rest).
+    assert "context_vectors(...) returned a value the grader cannot take" in everything
     assert "projection" in outputs and "dropout" in outputs
 
 
@@ -1087,3 +1089,37 @@ def test_empty_and_oversized_answers_fail_every_shared_check():
                       lambda: expect_close(forged, expected, "the weights")):
             with pytest.raises(AssertionError):
                 check()
+
+
+# An exception that echoes what it was given: its message (and an exception class, a location of its own naming)
+# would carry a hidden check's sizes, seeds and values into the feedback a student reads once grades are out
+# (red team 2, attack 06). Public checks still show the student's own error text in full.
+ECHO = '''
+
+import torch as _torch
+
+
+class Seed{marker}Leak(ValueError):
+    pass
+
+
+def _echo(*args, **kwargs):
+    shown = [tuple(value.shape) + tuple(round(x, 4) for x in value.flatten()[:3].tolist())
+             if isinstance(value, _torch.Tensor) else value for value in args]
+    raise Seed{marker}Leak(f"ECHO{marker} seed={{_torch.initial_seed()}} args={{shown}} kw={{kwargs}}")
+
+''' + "".join(f"\n\ndef {name}(*args, **kwargs):\n    _echo(*args, **kwargs)\n" for name in (
+    "init_qkv_weights", "project", "attention_scores", "attention_weights", "context_vectors", "dot_product_variance",
+    "causal_mask", "causal_attention_weights", "attention_dropout"))
+
+
+def test_a_hidden_check_shows_no_text_the_students_error_chose(grade, clean):
+    marker = "7391"
+    result = grade(clean + ECHO.format(marker=marker))
+    hidden = [test for test in result.tests if test.visibility != "visible" and test.score < test.max_score]
+    public = [test for test in result.tests if test.visibility == "visible" and test.score < test.max_score]
+    assert hidden and public
+    leaked = [(test.name, test.output) for test in hidden if marker in (test.output or "")]
+    assert leaked == [], leaked[:3]
+    assert any("raised an error (a hidden check shows neither" in (test.output or "") for test in hidden)
+    assert any(f"ECHO{marker} seed=" in (test.output or "") for test in public)  # the student's own text, in full

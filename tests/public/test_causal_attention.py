@@ -4,7 +4,7 @@ import torch
 from grader.check.book import CAUSAL_SEED123, book_batch, expect_book_batch
 
 from grader.check.signatures import Battery, Dims, battery_observations, module_observations
-from grader.check.testing import diagnosed, expect_tensor, fail, graded, once, seeded
+from grader.check.testing import diagnosed, expect_computed_from, expect_tensor, fail, graded, once, seeded
 
 from .behaviour import expect_mask_kept_as_buffer, expect_parts_used
 
@@ -32,8 +32,10 @@ def test_shape(student):
     with seeded(0):
         x = torch.randn(3, 6, 5)
     with diagnosed(public_probes(student)):
-        out = student.build("CausalAttention", 5, 4, 8, 0.0, seed=0).forward(x)
-        expect_tensor(out, "CausalAttention output for 3 sequences of 6 tokens", shape=(3, 6, 4))
+        module = student.build("CausalAttention", 5, 4, 8, 0.0, seed=0)
+        out = expect_tensor(module.forward(x), "CausalAttention output for 3 sequences of 6 tokens", shape=(3, 6, 4))
+        other = expect_tensor(module.forward(x.flip(1)), "CausalAttention output", shape=(3, 6, 4))
+        expect_computed_from(out, other, "CausalAttention's output", "its input's tokens change order")
 
 
 @graded("causal_attention: has W_query, W_key, W_value, dropout and a mask buffer", weight=2)

@@ -6,7 +6,7 @@ from grader.check.book import MHA_SEED123, book_batch, expect_book_batch
 from grader.check.causes import heads_scrambled, observation
 from grader.check.signatures import Battery, Dims, battery_observations, module_observations
 from grader.check.student import StudentError
-from grader.check.testing import diagnosed, expect_tensor, fail, graded, once, seeded
+from grader.check.testing import diagnosed, expect_computed_from, expect_tensor, fail, graded, once, seeded
 
 from .behaviour import expect_mask_kept_as_buffer, expect_parts_used
 
@@ -35,13 +35,17 @@ def test_shape(student):
     with seeded(0):
         x = torch.randn(3, 7, 5)
     with diagnosed(public_probes(student)):
-        out = student.build("MultiHeadAttention", 5, 8, 9, 0.0, 2, seed=0).forward(x)
-        expect_tensor(out, "MultiHeadAttention output for 3 sequences of 7 tokens", shape=(3, 7, 8))
+        module = student.build("MultiHeadAttention", 5, 8, 9, 0.0, 2, seed=0)
+        out = expect_tensor(module.forward(x), "MultiHeadAttention output for 3 sequences of 7 tokens", shape=(3, 7, 8))
+        other = expect_tensor(module.forward(x.flip(1)), "MultiHeadAttention output", shape=(3, 7, 8))
+        expect_computed_from(out, other, "MultiHeadAttention's output", "its input's tokens change order")
 
 
 @graded("multihead_attention: rejects d_out not divisible by num_heads", weight=1)
 def test_rejects_bad_split(student):
-    try:
+    # Sizes that split build (a constructor that refuses everything refuses nothing for a reason)...
+    student.build("MultiHeadAttention", 5, 8, 8, 0.0, 4, seed=0)
+    try:  # ... and these do not
         student.build("MultiHeadAttention", 5, 6, 8, 0.0, 4, seed=0)
     except StudentError as error:
         if error.not_implemented or error.info.get("missing_name"):

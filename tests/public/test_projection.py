@@ -35,6 +35,7 @@ def test_init_shapes(student):
         for name, W in zip(ROLES, weights):
             W = expect_tensor(W, name, shape=(5, 3))
             assert ((W >= 0) & (W < 1)).all(), f"{name} has values outside [0, 1), so it is not a torch.rand draw"
+            assert W.unique().numel() > 1, f"every entry of {name} is the same, so it is not a torch.rand draw"
 
 
 @graded("projection: seed 100 reproduces the chapter's weight matrices", weight=BOOK_WEIGHT)

@@ -29,13 +29,40 @@ def _run(test, student, details):
         return False, str(error)
     except StudentError as error:
         details.update(details_of(error))
-        return False, str(error)
+        return False, _shown(test, error, str(error))
     except AssertionError as error:
         details.update(details_of(error))
-        return False, str(error) or "assertion failed"
+        return False, _shown(test, error, str(error) or "assertion failed")
     except (NameError, ImportError, ProtocolError):  # no output of the student's can cause these in the check:
         raise  # a grader bug, never recorded as the student's failure (the run reports it instead)
     except Exception as error:  # noqa: BLE001 - an odd student output tripped the check itself
         where = traceback.extract_tb(error.__traceback__)[-1]
         return False, (f"the check could not run on your output ({type(error).__name__}: {error}); "
                        f"check the shapes and types your code returns [at {where.name}]")
+
+
+def _shown(test, error, message):
+    """The failure message as the check may show it. A hidden check's says what the student's code raised in the
+    judge's words only (StudentError.hidden_text): the texts the student's process chose could carry the check's
+    inputs into feedback the student reads once grades are out. Wherever a check quoted the crash (a cause named
+    from it, a probe's reading), the quote is replaced; the check's own words stay."""
+    if test.kind == "public":
+        return message
+    for crash in _crashes(error):
+        quoted = str(crash)
+        first, _, rest = quoted.partition("\n")
+        if quoted in message:
+            message = message.replace(quoted, crash.hidden_text())
+        elif first in message:
+            message = message.replace(first, crash.hidden_text())
+            if rest:
+                message = message.replace("\n" + rest, "")
+    return message
+
+
+def _crashes(error, depth=0):
+    """The StudentErrors behind a failure: itself, or what it was raised from (a named crash, a probe)."""
+    if error is None or depth > 4:
+        return []
+    own = [error] if isinstance(error, StudentError) else []
+    return own + _crashes(error.__cause__ or error.__context__, depth + 1)

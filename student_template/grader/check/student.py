@@ -6,6 +6,9 @@ Two transports carry the requests: in-process (a student's quick `make check`)
 and a sandboxed worker process (grading; see `worker`).
 """
 
+import builtins
+
+from grader.chapter import STEPS
 from grader.check import wire
 
 
@@ -40,6 +43,29 @@ class StudentError(AssertionError):
                             "your module keeps as a plain attribute (self.mask = ...) stays on the CPU. Register it "
                             "with self.register_buffer(...), and create new tensors with device=x.device.")
         super().__init__(message)
+        self.what = what
+
+    def hidden_text(self):
+        """This message as a hidden check may show it: without the texts the student's process chose (the error's
+        message and where it was raised, an exception class of its own, a forged missing name). Those may carry
+        a hidden check's inputs (sizes, seeds, values) into feedback the student reads once grades are out."""
+        name = self.info["missing_name"]
+        if name:
+            return (f"{name if name in _CHAPTER_NAMES else 'a name it needs'} is not defined in your submission; "
+                    "check its spelling and that its cell or definition runs without errors")
+        if self.not_implemented:
+            return f"{self.what}: not implemented yet"
+        if self.info["returned"]:
+            return f"{self.what} returned a value the grader cannot take" + HIDDEN_TEXT_NOTE
+        kind = self.info["type"] if self.info["type"] in _KNOWN_ERRORS else "an error"
+        return f"{self.what} raised {kind}" + HIDDEN_TEXT_NOTE
+
+
+HIDDEN_TEXT_NOTE = (" (a hidden check shows neither your error's message nor where it was raised: call your code "
+                    "on inputs of your own, or run the public checks, to see them)")
+_KNOWN_ERRORS = frozenset(name for name, value in vars(builtins).items()
+                          if isinstance(value, type) and issubclass(value, BaseException)) | {"OutOfMemoryError"}
+_CHAPTER_NAMES = frozenset(name for step in STEPS for name in step.names)
 
 
 class StudentUnavailable(AssertionError):

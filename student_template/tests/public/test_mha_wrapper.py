@@ -10,7 +10,7 @@ import torch
 from grader.check.session import StandInHead
 from grader.check.causes import observation
 from grader.check.signatures import wrapper_observations
-from grader.check.testing import diagnosed, expect_tensor, fail, graded, once, seeded
+from grader.check.testing import diagnosed, expect_computed_from, expect_tensor, fail, graded, once, seeded
 
 
 def public_probes(student):
@@ -24,8 +24,10 @@ def test_shape(student):
         x = torch.randn(2, 6, 5)
     with diagnosed(public_probes(student)):
         module = student.build("MultiHeadAttentionWrapper", 5, 4, 8, 0.0, 3, seed=0, stand_in_heads=True)
-        out = module.forward(x)
-        expect_tensor(out, "wrapper output for 2 sequences of 6 tokens with 3 heads of size 4", shape=(2, 6, 12))
+        out = expect_tensor(module.forward(x), "wrapper output for 2 sequences of 6 tokens with 3 heads of size 4",
+                            shape=(2, 6, 12))
+        other = expect_tensor(module.forward(x.flip(1)), "wrapper output", shape=(2, 6, 12))
+        expect_computed_from(out, other, "the wrapper's output", "its input's tokens change order")
 
 
 @graded("mha_wrapper: heads is an nn.ModuleList of num_heads CausalAttention modules", weight=1)

@@ -9,7 +9,8 @@ from grader.check.causes import observation
 from grader.check.signatures import (Dims, module_observations, rows_outcome, scale_table, temperature_observation,
                                      scores_observations, temperature_outcome, variance_observation)
 from grader.check.student import StudentError
-from grader.check.testing import diagnosed, expect_rows_sum_to_one, expect_tensor, fail, graded, scalar, seeded
+from grader.check.testing import (diagnosed, expect_computed_from, expect_rows_sum_to_one, expect_tensor, fail, graded,
+                                  scalar, seeded)
 
 # A printout check weighs little: its printed values could be returned without any of the work. The
 # step's property checks carry its points instead (a step's weights add up to its points).
@@ -86,6 +87,9 @@ def test_rows_sum_to_one(student):
                                 shape=(2, 5, 5))
         assert (weights > 0).all(), "some attention weights are not positive (a softmax never gives 0 here)"
         expect_rows_sum_to_one(weights, "the attention weights")
+        other = expect_tensor(student.call("scaled_attention_weights", scores.flip(-1), 9), "attention weights",
+                              shape=(2, 5, 5))
+        expect_computed_from(weights, other, "scaled_attention_weights' output", "the scores change")
 
 
 @graded("scaling: scaled_attention_weights divides the scores by sqrt(d_k) before the softmax", weight=1)
@@ -111,6 +115,12 @@ def test_variance_rationale(student):
         fail("for dim=64 the variance of q·k should be close to 64 (q and k are standard-normal vectors)",
              variance_observation(before, 64))
     assert 0.6 < after < 1.4, (f"after dividing by sqrt(64) the variance should be close to 1, yours is {after:.3g}")
+    # A measurement moves with the number of trials; the textbook's values (64, 1) returned as they are do not.
+    again = student.call("dot_product_variance", 64, num_trials=1500, seed=0)
+    assert isinstance(again, (tuple, list)) and len(again) == 2, "return (variance_before, variance_after)"
+    if scalar(again[0], "variance_before") == before and scalar(again[1], "variance_after") == after:
+        fail("dot_product_variance gives the very same numbers for 1000 and 1500 trials: it must measure the "
+             "variance of q·k over num_trials random pairs, not return what theory predicts", [])
 
 
 def module_probes(student, name):
