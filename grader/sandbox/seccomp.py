@@ -45,6 +45,10 @@ DENIED = (
     "mq_open", "mq_timedsend", "mq_notify",  # POSIX message queues (per user: RLIMIT_MSGQUEUE)
     "timer_create",  # POSIX timers: a sigqueue each, charged to the user
     "name_to_handle_at", "fanotify_mark",
+    # the machine's page cache of the view's files (the machine's own inodes): evicting a page on demand let two
+    # sandboxes pass a solution bit by bit, a page cached or not (a red team; a stub scored 100). Reading a page
+    # still caches it: docs/sandbox.md says what stays open.
+    "fadvise64", "readahead",
 )
 # Created by the CUDA driver (its IPC and shared buffers): refused on the CPU only. sysinfo: the machine's load,
 # uptime, memory and swap (what /proc/loadavg, /proc/meminfo and /proc/uptime, masked by seal.py, would say);
