@@ -81,6 +81,10 @@ O_CREAT, O_TRUNC, O_TMPFILE_BIT = 0o100, 0o1000, 0o20000000
 # questions about locks and leases: the view's files are the machine's own inodes, so a lock or lease one sandbox
 # takes is seen by every other (two submissions graded at once passed a whole solution through them, bit by bit).
 F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW = 5, 6, 7, 36, 37, 38
+# madvise advice that reclaims a mapping's pages at once (<asm-generic/mman-common.h>): on a file the process alone
+# maps, it evicts the file's pages from the page cache, as fadvise64 would.
+MADV_COLD, MADV_PAGEOUT = 20, 21
+MADVISE_REFUSED = (MADV_COLD, MADV_PAGEOUT)
 F_SETLEASE, F_GETLEASE, F_NOTIFY, F_SETPIPE_SZ = 1024, 1025, 1026, 1031
 FCNTL_REFUSED = {F_SETPIPE_SZ: errno.EPERM, F_SETLEASE: errno.EPERM, F_GETLEASE: errno.EPERM, F_NOTIFY: errno.EPERM,
                  **{command: errno.ENOLCK for command in (F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK,
@@ -168,6 +172,8 @@ def program(unix_sockets=False, basic=False):
         for command, code in FCNTL_REFUSED.items():
             refuse("fcntl", code, _ArgCmp(1, SCMP_CMP_MASKED_EQ, LOW_32_BITS, command))
         refuse("flock", errno.ENOLCK)  # a whole-file lock is as visible to other sandboxes as a byte range
+        for advice in MADVISE_REFUSED:  # evicting a mapped file's pages: the page cache again (DENIED)
+            refuse("madvise", errno.EPERM, _ArgCmp(2, SCMP_CMP_EQ, advice, 0))
         for call, (pid, which) in OWN_PROCESS_ONLY.items():
             refuse(call, errno.EPERM, _ArgCmp(pid, SCMP_CMP_NE, 0, 0))  # any other pid (64 bits: 1 << 32 too)
             if which is not None:

@@ -115,6 +115,18 @@ def refused():
         outcomes["socketpair"] = 0
     except OSError as error:
         outcomes["socketpair"] = error.errno
+    # Evicting the pages of a file of the view from the machine's page cache (a channel between sandboxes).
+    import mmap
+    descriptor = os.open(os.__file__, os.O_RDONLY)
+    outcomes["fadvise64"] = call(221, descriptor, 0, 0, 4)  # POSIX_FADV_DONTNEED
+    outcomes["readahead"] = call(187, descriptor, 0, 4096)
+    mapped = mmap.mmap(descriptor, 4096, prot=mmap.PROT_READ)
+    for name, advice in (("madvise_cold", 20), ("madvise_pageout", 21)):
+        try:
+            mapped.madvise(advice)
+            outcomes[name] = 0
+        except OSError as error:
+            outcomes[name] = error.errno
     return outcomes
 
 
