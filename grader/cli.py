@@ -136,6 +136,8 @@ def grade_command(args):
                 whole, submissions = submissions, shard(submissions, index, count)
                 write_slice(out, index, count, whole, settings, record["source"], class_code(submissions))
             jobs = args.jobs or default_jobs(args.device)
+            if not slice_of_class:  # until its class files are written, no report or regrade reads OUT as a class
+                class_record.mark_unfinished(out, len(submissions))
             graded = grade_class(submissions, tests, options, out, maxima, grade_or_reject, settings, jobs=jobs)
             if slice_of_class:  # a shard's class files come from `merge`; its record carries the origins
                 class_record.write_record(out, record)
@@ -512,6 +514,7 @@ def regrade_command(args):
     """Regrade one student of a graded class into its OUT: their results, feedback page and every class file.
     Overrides of that student still apply; over a file sent later only when kept (see kept_overrides)."""
     out = Path(args.out)
+    refuse_unfinished(out, "the regrade")
     record = current_record(out)
     if not record.get("final"):
         raise UsageError(f"{out} holds no graded class (no class.json): grade the class first (make grade OUT={out})")
@@ -690,10 +693,20 @@ def report_command(args):
     args.held.enter_context(hold_out(out))
     if (out / class_record.PENDING).is_file():  # a run stopped while writing its class files: record them all
         finished_note(out, finish_pending(out))
+    refuse_unfinished(out, "the report")
     if args.pages:
         feedback.write_pages(out, force=True)
     print(report.write_report(out))
     return 0
+
+
+def refuse_unfinished(out, what):
+    """UsageError when a grade into OUT stopped before its class files: its results are part that run's and part
+    an earlier one's (a file changed since may still show its old result), so `what` would mix two classes."""
+    if class_record.unfinished(out):
+        raise UsageError(f"the last grade into {out} was stopped before it finished: its results are part that run's "
+                         f"and part an earlier one's. Run the same grade command again (it grades only what is "
+                         f"missing), then {what}; nothing was written")
 
 
 def publish_command(args):

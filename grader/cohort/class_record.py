@@ -13,6 +13,9 @@ and, written with the class files (grades.csv, LMS files, report):
 
 Plain JSON, read by the report (which imports nothing from here) and by `merge` and `regrade`.
 
+OUT/grade.unfinished.json says that a grade began and has not written its class files: a stop while it grades
+leaves it, and `report` and `regrade` refuse until the same grade has run to its end.
+
 OUT/class.pending.json is the journal of a run whose verdicts are ready but whose class files are not all
 written yet: {"names": the class's submissions, "record": the class record to write}, and for a regrade
 "regrade": its name, the new verdict waiting in OUT/.regrade/results/<name>.json (until it is there, the old
@@ -84,7 +87,23 @@ def read_pending(out: str | Path) -> dict[str, Any] | None:
 
 
 def clear_pending(out: str | Path) -> None:
+    """The class files are written: no journal, and no grade left unfinished (mark_unfinished)."""
     (Path(out) / PENDING).unlink(missing_ok=True)
+    (Path(out) / UNFINISHED).unlink(missing_ok=True)
+
+
+UNFINISHED = "grade.unfinished.json"
+
+
+def mark_unfinished(out: str | Path, count: int) -> None:
+    """Say that a grade of `count` submissions is under way in OUT: until its class files are written (then
+    clear_pending removes this too), OUT's results are part this run's and part an earlier one's, and no report
+    or regrade may read them as one class."""
+    write_atomic(Path(out) / UNFINISHED, json.dumps({"submissions": count}) + "\n")
+
+
+def unfinished(out: str | Path) -> bool:
+    return (Path(out) / UNFINISHED).is_file()
 
 
 def is_class_out(out: str | Path) -> bool:

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from grader import stopping
+from grader.cohort import class_record
 from grader.faults.samples import synthetic_class
 from grader.judging import results_json as results_io
 from grader.judging.judge import Options, grade_submission
@@ -87,13 +88,14 @@ def stop_at(classroom, out, number, delay):
     return process.returncode, stdout, stderr
 
 
-def test_a_run_stopped_at_random_moments_resumes_to_the_uninterrupted_grades(classroom, uninterrupted, tmp_path):
+def test_a_run_stopped_at_random_moments_resumes_to_the_uninterrupted_grades(classroom, uninterrupted, tmp_path,
+                                                                            grader_cli):
     whole, seconds = uninterrupted
     expected = verdicts(whole)
     assert any(limit for tests in expected.values() for _, _, limit in tests), "the class has no hang or exit"
     moments = random.Random(SEED)
     out = tmp_path / "out"
-    stops = 0
+    stops = refusals = 0
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL) * 2:
         delay = moments.uniform(0.5, 0.7 * seconds)
         code, _, stderr = stop_at(classroom, out, number, delay)
@@ -107,12 +109,19 @@ def test_a_run_stopped_at_random_moments_resumes_to_the_uninterrupted_grades(cla
                 break
             assert "the same command grades the rest" in stderr, f"{where}: {stderr}"
         stops += 1
+        if class_record.unfinished(out):  # OUT is part this run, part none: no report or regrade reads it as a class
+            for command in (("report",), ("regrade", "student_000")):
+                refused = grader_cli(*command, "--out", out)
+                assert refused.returncode == 2 and "was stopped before it finished" in refused.stderr, refused.stderr
+            refusals += 1
         saved = verdicts(out)
         for name, tests in saved.items():  # whatever was saved is the verdict an uninterrupted run gives
             assert tests == expected[name], f"{where}: {name} was saved with a verdict of the interruption"
     assert stops >= 4, "too few runs were stopped midway"
+    assert refusals >= 1, "no stop left a grade unfinished"
     done = run(classroom, out)
     assert done.returncode == 0, done.stderr
+    assert not class_record.unfinished(out)
     assert (out / "grades.csv").read_bytes() == (whole / "grades.csv").read_bytes()
     assert verdicts(out) == expected
 
