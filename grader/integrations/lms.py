@@ -270,13 +270,38 @@ def match(roster: Roster, results: Iterable[Result], origins: Origins | None = N
                              f"({other.name}, {result.name}); the LMS files get {kept.name}'s {kept.score:g}")
             chosen[position] = kept
     own = dict(chosen)
-    for position, result in own.items():  # a group's grade for its members who submitted nothing
+    groups: dict[str, list[Result]] = {}  # a group's grade for its members who submitted nothing
+    for position, result in own.items():
         group = roster.students[position].group
-        if group:
-            for member, student in enumerate(roster.students):
-                if student.group == group and member not in own:
-                    chosen.setdefault(member, result)
+        if group and all(result is not other for other in groups.get(group, [])):
+            groups.setdefault(group, []).append(result)
+    for group, submitted in groups.items():
+        members = [member for member, student in enumerate(roster.students)
+                   if student.group == group and member not in own]
+        if not members:
+            continue
+        the_group_s = submitted if len(submitted) == 1 else [
+            result for result in submitted if _names_group(result.name, group, origins)]
+        if len(the_group_s) != 1:  # a member's own file is no more the group's than another's: never guessed
+            notes.append(f"group {group}: {len(submitted)} submissions of its members "
+                         f"({', '.join(result.name for result in submitted)}), none of them named after the group "
+                         f"alone, so {', '.join(roster.students[m].name or str(m) for m in members)} (no file of "
+                         "their own) get no grade from them in the LMS files: grade them by hand")
+            continue
+        for member in members:
+            chosen[member] = the_group_s[0]
     return chosen, notes
+
+
+def _names_group(name: str, group: str, origins: Origins) -> bool:
+    """Whether a submission is named after `group` (Canvas names a group's files after the group and one
+    member; Moodle's team folders after the group), letters and digits compared without case."""
+    named = (origins.get(name) or {}).get("student") or name
+    return _letters(named) == _letters(group) != ""
+
+
+def _letters(text: str) -> str:
+    return "".join(character for character in str(text).casefold() if character.isalnum())
 
 
 def check_match(roster: Roster, names: Iterable[str], origins: Origins | None = None, when: str = "") -> None:

@@ -329,3 +329,33 @@ def test_moodle_grades_csv_is_on_the_worksheets_maximum_grade_as_the_worksheet_i
     assert [row[-1] for row in read_csv(tmp_path / "moodle_grades.csv")[1][1:]] == partly
     assert any("the Maximum Grade of 1 worksheet row(s) is not a number (line 4 'Very good'): their scores are out "
                f"of the kit's {TOTAL_POINTS:g}" in note for note in notes), notes
+
+
+GROUPS = ("name,canvas_user_id,group_name\n"
+          "\"Alpha, Ann\",7001,Team Alpha\n\"Alpha, Bob\",7002,Team Alpha\n\"Alpha, Carol\",7003,Team Alpha\n"
+          "\"Beta, Dan\",7004,Team Beta\n\"Beta, Eve\",7005,Team Beta\n")
+
+
+def canvas_origin(student, key):
+    return {"lms": "canvas", "key": key, "student": student, "late": False, "original": "attention.py"}
+
+
+def test_a_group_member_without_a_file_gets_the_groups_grade_not_a_teammates_own(suite):
+    """A blind tester: Carol handed in a file of her own beside the group's; Bob (no file) got Carol's 100, not the
+    group's 85 (the first member's result in the loop's order won). The group's is the file named after it."""
+    roster = lms.read_roster_text(GROUPS, "groups.csv")
+    group, own, beta = result("teamalpha_7001", 85, suite), result("carol_7003", 100, suite), result(
+        "teambeta_7005", 100, suite)
+    origins = {"teamalpha_7001": canvas_origin("teamalpha", "7001"), "carol_7003": canvas_origin("carol", "7003"),
+               "teambeta_7005": canvas_origin("teambeta", "7005")}
+    for order in ([group, own, beta], [own, group, beta]):
+        chosen, _ = lms.match(roster, order, origins)
+        names = {roster.students[position].name: kept.name for position, kept in chosen.items()}
+        assert names == {"Alpha, Ann": "teamalpha_7001", "Alpha, Bob": "teamalpha_7001",
+                         "Alpha, Carol": "carol_7003", "Beta, Dan": "teambeta_7005", "Beta, Eve": "teambeta_7005"}
+    # Two members' own files and none of the group's: which one Bob shares is not known, and not guessed.
+    ann = result("ann_7001", 90, suite)
+    chosen, notes = lms.match(roster, [ann, own], {"ann_7001": canvas_origin("ann", "7001"),
+                                                   "carol_7003": canvas_origin("carol", "7003")})
+    assert "Alpha, Bob" not in {roster.students[position].name for position in chosen}
+    assert any("group Team Alpha: 2 submissions" in note and "Alpha, Bob" in note for note in notes), notes
