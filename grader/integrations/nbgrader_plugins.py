@@ -27,9 +27,13 @@ from typing import Any
 from nbgrader.plugins import FileNameCollectorPlugin
 from nbgrader.preprocessors import OverwriteCells
 
-CANVAS = re.compile(r"^.+?(?:_late)?_(?P<student_id>\d+)_(?P<upload>\d+)_(?P<file_id>.+?)(?:-(?P<copy>\d+))?"
+# Canvas renames a resubmitted notebook `attention-1.ipynb`... `-7`, then `attention-<uuid>.ipynb` (a later copy
+# than any numbered one: before, it was collected as a notebook of another name, and an older copy was graded).
+COPY = r"\d+|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"
+LAST_NUMBERED_COPY = 7
+CANVAS = re.compile(r"^.+?(?:_late)?_(?P<student_id>\d+)_(?P<upload>\d+)_(?P<file_id>.+?)(?:-(?P<copy>" + COPY + r"))?"
                     r"(?P<ext>\.ipynb)$", re.IGNORECASE)
-RESUBMITTED = re.compile(r"^(?P<stem>.+?)-(?P<copy>\d+)(?P<ext>\.ipynb)$")
+RESUBMITTED = re.compile(r"^(?P<stem>.+?)-(?P<copy>" + COPY + r")(?P<ext>\.ipynb)$", re.IGNORECASE)
 BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 
 
@@ -58,13 +62,13 @@ class KitCollector(FileNameCollectorPlugin):
         canvas = CANVAS.match(name)
         if canvas:
             return (canvas["student_id"], canvas["file_id"] + canvas["ext"],
-                    (int(canvas["upload"]), int(canvas["copy"] or 0)))
+                    (int(canvas["upload"]), copy_number(canvas["copy"])))
         folder = os.path.basename(os.path.dirname(submitted_file))
         if folder in ("", "extracted", "archive"):
             return None
         resubmitted = RESUBMITTED.match(name)
         if resubmitted:
-            return folder, resubmitted["stem"] + resubmitted["ext"], (0, int(resubmitted["copy"]))
+            return folder, resubmitted["stem"] + resubmitted["ext"], (0, copy_number(resubmitted["copy"]))
         return folder, name, (0, 0)
 
     def later_copy(self, submitted_file: str, found: tuple[str, str, tuple[int, int]]) -> str | None:
@@ -79,6 +83,13 @@ class KitCollector(FileNameCollectorPlugin):
                     submitted_file)):
                 return path
         return None
+
+
+def copy_number(mark: str | None) -> int:
+    """The order of a copy mark: none 0, `-1`... `-7` as numbered, a uuid after all of them."""
+    if not mark:
+        return 0
+    return int(mark) if mark.isdigit() else LAST_NUMBERED_COPY + 1
 
 
 def released_form(source: str) -> str:
