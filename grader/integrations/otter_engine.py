@@ -39,6 +39,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from grader.check.loader import submitted_form
 from grader.check.suite import GradedTest
 from grader.judging.judge import Options, check_readable
 from grader.judging.model import SubmissionResult, TestResult
@@ -123,19 +124,28 @@ def grade_with_otter(path: str | Path, name: str, tests: Sequence[GradedTest], o
 
 
 def private_copy(path: Path, folder: Path) -> Path:
-    """Copy only the submitted file into `folder`; a notebook gets the `python3` kernelspec."""
+    """Copy only the submitted file into `folder`, as what it is (loader.submitted_form: Python saved as .ipynb is
+    given as a .py, a notebook saved as .py as a notebook), in UTF-8; a notebook gets the `python3` kernelspec.
+    Before, Otter failed on a Python .ipynb and on a Latin-1 .py with its coding line, every time, and the run
+    said "grader failed ... run the same command again" where the kit's engine gave 100."""
     folder.mkdir(parents=True)
-    target = folder / ("attention.ipynb" if path.suffix == ".ipynb" else "attention.py")
-    if path.suffix == ".ipynb":
-        notebook = json.loads(path.read_bytes().decode("utf-8-sig"))  # check_readable parsed it already
+    kind, text = submitted_form(path)  # check_readable read it already: it can be read
+    target = folder / f"attention.{kind}"
+    if kind == "ipynb":
+        notebook = json.loads(text)
         if not isinstance(notebook.get("metadata"), dict):
             notebook["metadata"] = {}
         # otter run starts the kernel the notebook names; a student's "conda-env-foo" does not exist here.
         notebook["metadata"]["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        target.write_text(json.dumps(notebook, ensure_ascii=False))
-    else:
-        shutil.copyfile(path, target)
+        target.write_text(json.dumps(notebook, ensure_ascii=False), encoding="utf-8")
+    else:  # the text is decoded now: a coding line naming another encoding would misread its UTF-8
+        lines = text.split("\n")
+        lines[:2] = [CODING_LINE.sub("# (the coding line: read as UTF-8)", line) for line in lines[:2]]
+        target.write_text("\n".join(lines), encoding="utf-8")
     return target
+
+
+CODING_LINE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+.*$")  # PEP 263
 
 
 def run_otter(autograder: Path, submission: Path, workdir: Path, timeout: float, step_seconds: float | None = None
