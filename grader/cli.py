@@ -462,8 +462,9 @@ def graded_as_the_class(args, record):
 
 def with_roster_and_overrides(record, args):
     if getattr(args, "roster", None):
-        record["roster"] = {"file": Path(args.roster).name,
-                            "text": Path(args.roster).read_text(encoding="utf-8-sig")}
+        from grader.integrations import lms
+
+        record["roster"] = {"file": Path(args.roster).name, "text": lms.roster_text(args.roster)}
     if getattr(args, "overrides", None) is not None:
         record["overrides"] = [override.as_dict() for override in args.overrides]
     if getattr(args, "override_files", None) is not None:  # set by check_class_run

@@ -134,7 +134,19 @@ def _normal(header):
 def read_roster(path: str | Path) -> Roster:
     """Students from a CSV: a Canvas gradebook export, a Moodle worksheet or participants export, a Canvas
     groups export, a Gradescope roster, or a plain list."""
-    return read_roster_text(Path(path).read_text(encoding="utf-8-sig"), str(path))
+    return read_roster_text(roster_text(path), str(path))
+
+
+def roster_text(path: str | Path) -> str:
+    """A roster file's text: UTF-8 (with or without a BOM), or UTF-16 with its BOM (Excel's "Unicode Text",
+    tab-separated). ValueError, saying what to do, for anything else."""
+    raw = Path(path).read_bytes()
+    utf16 = raw.startswith((b"\xff\xfe", b"\xfe\xff"))
+    try:
+        return raw.decode("utf-16" if utf16 else "utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"it is not {'UTF-16' if utf16 else 'UTF-8'} text (byte {error.start} cannot be read): "
+                         "save it as CSV UTF-8 (Excel: Save As > CSV UTF-8) and give it again") from None
 
 
 def _delimiter(text):

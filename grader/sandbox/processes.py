@@ -251,7 +251,26 @@ class UidPool:
         return self._busy
 
     def take(self):
+        """A uid no worker of any grader on this machine holds. Where other runs hold them all (a test suite's
+        hostile battery, shards side by side), it waits for one: each is given back when its worker ends."""
         self.LOCKS.mkdir(mode=0o700, parents=True, exist_ok=True)
+        began = time.monotonic()
+        while True:
+            uid = self._take_free()
+            if uid is not None:
+                return uid
+            if time.monotonic() - began > self.WAIT_SECONDS:
+                raise RuntimeError(
+                    f"all {len(self.uids)} worker uids ({self.uids[0]}-{self.uids[-1]}) stayed held for "
+                    f"{self.WAIT_SECONDS:g} s, {len(self.held)} of them by this run: other grading runs on this "
+                    "machine, or processes they left, hold the rest; let them finish (or stop them) and run the "
+                    "same command again")
+            time.sleep(0.5)
+            self._busy_at = None  # scan again: a uid may have been given back meanwhile
+
+    WAIT_SECONDS = 300.0
+
+    def _take_free(self):
         with self.lock:
             busy = self._busy_uids()
             for uid in self.uids:
@@ -265,7 +284,7 @@ class UidPool:
                     continue
                 self.held[uid] = handle
                 return uid
-        raise RuntimeError(f"all {len(self.uids)} worker uids are in use; grade with fewer jobs")
+        return None
 
     def forget_after_fork(self):
         """In a forked child: the parent's uids stay the parent's. The child's copies of their lock files

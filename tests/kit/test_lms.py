@@ -359,3 +359,17 @@ def test_a_group_member_without_a_file_gets_the_groups_grade_not_a_teammates_own
                                                    "carol_7003": canvas_origin("carol", "7003")})
     assert "Alpha, Bob" not in {roster.students[position].name for position in chosen}
     assert any("group Team Alpha: 2 submissions" in note and "Alpha, Bob" in note for note in notes), notes
+
+
+def test_a_roster_saved_as_excel_unicode_text_is_read_and_a_latin1_one_is_named(tmp_path):
+    """A blind tester: Excel's "Unicode Text" (UTF-16, tab-separated) gave "'utf-8' codec can't decode byte 0xff"."""
+    table = "name\tcanvas_user_id\tgroup_name\nNúñez, Zoë\t7001\tTeam Alpha\nØrsted, Åse\t7002\tTeam Alpha\n"
+    saved = tmp_path / "roster.txt"
+    saved.write_bytes(table.encode("utf-16"))  # with its BOM, as Excel writes it
+    roster = lms.read_roster(saved)
+    assert [(student.name, student.group) for student in roster.students] == [
+        ("Núñez, Zoë", "Team Alpha"), ("Ørsted, Åse", "Team Alpha")]
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("name,canvas_user_id\nNúñez, Zoë,7001\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="not UTF-8 text .* save it as CSV UTF-8"):
+        lms.read_roster(latin)
