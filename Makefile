@@ -134,7 +134,7 @@ grade: $(VENV)/.installed sandbox-libs
 # make regrade STUDENT=name [SUBMISSION=file]: one student again, into the class's OUT (every class file follows).
 regrade: $(VENV)/.installed sandbox-libs
 	$(if $(STUDENT),,$(error make regrade needs STUDENT=<a name from $(OUT)/grades.csv>))
-	$(PY) -m grader regrade $(STUDENT) --out $(OUT) $(GRADING) $(if $(SUBMISSION),--submission $(SUBMISSION))
+	$(PY) -m grader regrade "$(STUDENT)" --out $(OUT) $(GRADING) $(if $(SUBMISSION),--submission $(SUBMISSION))
 
 # make merge SHARDS="out-1 out-2 out-3" [OUT=out]: one class from the OUT folders of SHARD=i/N runs.
 merge: $(VENV)/.installed

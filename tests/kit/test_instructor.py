@@ -308,7 +308,10 @@ def test_every_make_knob_reaches_the_grader_and_a_typo_stops_make(tmp_path):
     for knob, flag in MAKE_KNOBS.items():
         assert flag in command, knob
     regrade = make_dry(project, "regrade", "STUDENT=alice", "SUBMISSION=a.py", "TIME_LIMIT=7", "OVERRIDES=o.csv")
-    assert "-m grader regrade alice" in regrade.stdout and "--submission a.py" in regrade.stdout
+    assert '-m grader regrade "alice"' in regrade.stdout and "--submission a.py" in regrade.stdout
+    # A roster name with a space stays one argument (a blind tester: "unrecognized arguments: John").
+    named = make_dry(project, "regrade", "STUDENT=Smith, John")
+    assert '-m grader regrade "Smith, John"' in named.stdout
     assert "--time-limit 7" in regrade.stdout and "--overrides o.csv" in regrade.stdout
     publish = make_dry(project, "publish", "PARTS=nbgrader", "COURSE_ID=ml101", "DIST=d")
     assert "publish --dist d nbgrader --course-id ml101" in publish.stdout
