@@ -25,7 +25,7 @@ from pathlib import Path
 from grader import stopping
 from grader.cohort import class_record, tables
 from grader.cohort.bulk import grade_class, suite_digest
-from grader.cohort.shards import parse_shard, read_shards, shard, shard_from_environment, write_slice
+from grader.cohort.shards import MANIFEST, parse_shard, read_shards, shard, shard_from_environment, write_slice
 from grader.cohort.submissions import collect
 from grader.errors import UsageError
 from grader.feedback import page as feedback
@@ -517,6 +517,10 @@ def regrade_command(args):
     out = Path(args.out)
     refuse_unfinished(out, "the regrade")
     record = current_record(out)
+    if not record.get("final") and (out / MANIFEST).is_file():  # one slice of a class graded in parts
+        raise UsageError(f"{out} holds one slice of a class graded in parts (its shard.json): regrade in the OUT the "
+                         f"slices were merged into (make merge SHARDS=\"...\" OUT=<class>, then make regrade "
+                         f"STUDENT={args.student} OUT=<class>), docs/cluster.md")
     if not record.get("final"):
         raise UsageError(f"{out} holds no graded class (no class.json): grade the class first (make grade OUT={out})")
     names = list(record["final"])

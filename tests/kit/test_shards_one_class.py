@@ -118,6 +118,10 @@ def test_a_merge_refuses_a_result_that_is_not_of_the_class_s_file(runs, tmp_path
         done.stderr
     assert f"make grade SUBMISSION={runs['folder']} SHARD=2/2 OUT={slices[1]}" in done.stderr
     assert not (tmp_path / "merged" / "grades.csv").exists()
+    # A slice is no class: a regrade there says where to regrade (a blind tester was told "grade the class first").
+    regrade = grader_cli("regrade", "a_copy", "--out", slices[0], cwd=ROOT)
+    assert regrade.returncode == 2 and "holds one slice of a class graded in parts" in regrade.stderr, regrade.stderr
+    assert "make regrade STUDENT=a_copy OUT=<class>" in regrade.stderr
 
 
 SLURM_RERUN = {"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "2", "SLURM_ARRAY_TASK_MAX": "2",
