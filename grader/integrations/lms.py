@@ -121,6 +121,7 @@ class Roster:
     read: list[tuple[str, str]] = field(default_factory=list)  # [(header cell, what the kit reads from it)]
     canvas_index: int | None = None  # where `canvas_column` is, when the roster is a Canvas export that has it
     canvas_points: str | None = None  # its cell of the Points Possible row as read (None: no such row)
+    look_alikes: list[str] = field(default_factory=list)  # several `Attention ... (id)` columns: none is filled
 
 
 class RosterError(ValueError):
@@ -187,6 +188,8 @@ def read_roster_text(text: str, label: str = "roster") -> Roster:
         roster.canvas_index, column = kit_columns[0]
         roster.canvas_column = column.string
         roster.moodle_column = column["title"]
+    elif kit_columns:  # which one is this assignment, nothing says: never guessed (canvas_points says so)
+        roster.look_alikes = [column.string for _, column in kit_columns]
     for row, line in zip(rows[1:], lines[1:]):
         values = {key: clean(row[index]) if index < len(row) else "" for key, index in where.items()}
         name = values.get("name") or " ".join(part for part in (values.get("first"), values.get("last")) if part)
@@ -410,7 +413,11 @@ def canvas_points(roster: Roster, total: float) -> tuple[float, str | None]:
     so the scores go out of the export's Points Possible for the column the kit fills. A roster without that
     column makes Canvas create the assignment, out of the kit's total: no note. Unreadable: the total, noted."""
     if roster.canvas_index is None:
-        return total, None
+        return total, (f"canvas_grades.csv: a new column {roster.canvas_column!r}, out of {total:g}: {roster.label} "
+                       f"has {len(roster.look_alikes)} columns that could be this assignment "
+                       f"({', '.join(repr(name) for name in roster.look_alikes)}) and none was filled; importing it "
+                       "creates another assignment: delete or rename the column that is not, export again, and "
+                       "grade again") if roster.look_alikes else None
     column = repr(roster.canvas_column)
     if roster.canvas_points is None:
         return total, (f"canvas_grades.csv: scores out of the kit's {total:g}: {roster.label} has no Points Possible "

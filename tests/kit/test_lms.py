@@ -373,3 +373,18 @@ def test_a_roster_saved_as_excel_unicode_text_is_read_and_a_latin1_one_is_named(
     latin.write_bytes("name,canvas_user_id\nNúñez, Zoë,7001\n".encode("latin-1"))
     with pytest.raises(ValueError, match="not UTF-8 text .* save it as CSV UTF-8"):
         lms.read_roster(latin)
+
+
+def test_two_columns_that_could_be_the_assignment_fill_neither_and_say_so(tmp_path, suite, maxima):
+    """A blind tester: with `Attention exercises (4242)` and `Attention exercises (5555)` in the export, a new
+    unscaled column was written without a word (every other roster fallback prints a note)."""
+    rows = [[*CANVAS_HEADER, "Attention exercises (4242)", "Attention exercises (5555)"],
+            ["    Points Possible", "", "", "", "", "50.00", "50.00"]]
+    rows += [[p["name"], p["id"], p["sis"], p["login"], "Section A", "", ""] for p in class_of_30()[:3]]
+    roster = write_csv(tmp_path / "export.csv", rows)
+    results = [result(f"s{i}", 80, suite) for i in range(3)]
+    origins = {f"s{i}": {"lms": "canvas", "key": p["id"], "student": f"s{i}", "late": False, "original": "a.py"}
+               for i, p in enumerate(class_of_30()[:3])}
+    notes = lms.write_lms_files(tmp_path, results, maxima, roster_path=roster, origins=origins)
+    assert any("2 columns that could be this assignment" in note and "(4242)" in note and "(5555)" in note
+               for note in notes), notes
