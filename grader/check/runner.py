@@ -51,10 +51,11 @@ def _shown(test, error, message):
     for crash in _crashes(error):
         quoted = str(crash)
         first, _, rest = quoted.partition("\n")
+        shown = crash.hidden_text(test.step)
         if quoted in message:
-            message = message.replace(quoted, crash.hidden_text())
+            message = message.replace(quoted, shown)
         elif first in message:
-            message = message.replace(first, crash.hidden_text())
+            message = message.replace(first, shown)
             if rest:
                 message = message.replace("\n" + rest, "")
     return message

@@ -753,10 +753,12 @@ def test_hidden_requests_never_reach_what_students_read_first(runs, mode, hidden
         if found & hidden_digests:
             leaked[name] = sorted(found & hidden_digests)[:5]
     assert not leaked, leaked
-    # The attacks did log hidden requests: their hidden checks' outputs (shown once grades are published) say so.
+    # The attack did raise its log in the hidden checks; their outputs (shown once grades are published) say that
+    # it raised, and no longer what it said (red team 2: the hidden inputs reached the student there).
     hidden_outputs = " ".join(test["output"] for test in main.results("c3_next_step")["tests"]
                               if test["visibility"] != "visible")
-    assert set(re.findall(r"LEAK[0-9a-f]{10}", hidden_outputs)) & hidden_digests, "c3_next_step never logged"
+    assert "a hidden check shows neither your error's message" in hidden_outputs, "c3_next_step never raised"
+    assert not set(re.findall(r"LEAK[0-9a-f]{10}", hidden_outputs)) & hidden_digests
 
 
 def test_nothing_reaches_a_listener_on_the_machine(runs, mode, request):

@@ -112,6 +112,18 @@ def read_chunks(path):
     return [Chunk(text, path.name)]
 
 
+def submitted_form(path):
+    """What a submission is, whatever its name says, and its text as Python or Jupyter reads it: ("py" or "ipynb",
+    str). A notebook saved as .py is a notebook, Python saved as .ipynb is Python, and a .py's coding line (PEP 263)
+    has been applied. For engines that take a file (Otter): the kit's own reads chunks (read_chunks)."""
+    path = Path(path)
+    raw = path.read_bytes()
+    if path.suffix == ".ipynb" and not _saved_python(raw):
+        return "ipynb", _decode(path.name, raw, "utf-8-sig")
+    text = _decode(path.name, raw, _python_encoding(path.name, raw))
+    return ("ipynb" if _saved_notebook(text) else "py"), text
+
+
 # Text a Windows editor saved as "Unicode" (Notepad before 2019, PowerShell 5's `>`): Python refuses it as
 # source ("source code cannot contain null bytes") and Jupyter reads notebooks as UTF-8 only.
 WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),

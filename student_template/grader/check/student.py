@@ -45,7 +45,7 @@ class StudentError(AssertionError):
         super().__init__(message)
         self.what = what
 
-    def hidden_text(self):
+    def hidden_text(self, step=""):
         """This message as a hidden check may show it: without the texts the student's process chose (the error's
         message and where it was raised, an exception class of its own, a forged missing name). Those may carry
         a hidden check's inputs (sizes, seeds, values) into feedback the student reads once grades are out."""
@@ -53,8 +53,9 @@ class StudentError(AssertionError):
         if name:
             return (f"{name if name in _CHAPTER_NAMES else 'a name it needs'} is not defined in your submission; "
                     "check its spelling and that its cell or definition runs without errors")
-        if self.not_implemented:
-            return f"{self.what}: not implemented yet"
+        if self.not_implemented:  # the step, in the judge's words: a stub's own text is the student's to change
+            return f"{self.what}: not implemented yet" + (f" ({step}: its code still raises NotImplementedError)"
+                                                          if step else "")
         if self.info["returned"]:
             return f"{self.what} returned a value the grader cannot take" + HIDDEN_TEXT_NOTE
         kind = self.info["type"] if self.info["type"] in _KNOWN_ERRORS else "an error"
