@@ -137,7 +137,7 @@ def grade_command(args):
                 write_slice(out, index, count, whole, settings, record["source"], class_code(submissions))
             jobs = args.jobs or default_jobs(args.device)
             if not slice_of_class:  # until its class files are written, no report or regrade reads OUT as a class
-                class_record.mark_unfinished(out, len(submissions))
+                class_record.mark_unfinished(out)
             graded = grade_class(submissions, tests, options, out, maxima, grade_or_reject, settings, jobs=jobs)
             if slice_of_class:  # a shard's class files come from `merge`; its record carries the origins
                 class_record.write_record(out, record)

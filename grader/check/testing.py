@@ -233,7 +233,6 @@ def expect_tensor(value, what, shape=None, device=None):
     return double
 
 
-
 def expect_computed_from(first, second, what, changed):
     """A property of a shape, a sum or a mask holds for uniform weights and for zeros of the right shape too: it
     counts only for an output computed from its input. `second`, the output once `changed` (the input) changed,
@@ -241,6 +240,7 @@ def expect_computed_from(first, second, what, changed):
     if bool((first.double() - second.double()).abs().max() <= 1e-6):
         fail(f"{what} stays the same when {changed}: it must be computed from them, and this check counts once it "
              "is (a right shape or sum alone earns nothing)", [])
+
 
 def observed(observations):
     """A check's observations as a list: `observations` is a list, or a callable that computes them (the

@@ -95,11 +95,11 @@ def clear_pending(out: str | Path) -> None:
 UNFINISHED = "grade.unfinished.json"
 
 
-def mark_unfinished(out: str | Path, count: int) -> None:
-    """Say that a grade of `count` submissions is under way in OUT: until its class files are written (then
-    clear_pending removes this too), OUT's results are part this run's and part an earlier one's, and no report
-    or regrade may read them as one class."""
-    write_atomic(Path(out) / UNFINISHED, json.dumps({"submissions": count}) + "\n")
+def mark_unfinished(out: str | Path) -> None:
+    """Say that a grade is under way in OUT: until its class files are written (then clear_pending removes this
+    too), OUT's results are part this run's and part an earlier one's, and no report or regrade may read them as
+    one class. The file's presence is the whole record."""
+    write_atomic(Path(out) / UNFINISHED, "{}\n")
 
 
 def unfinished(out: str | Path) -> bool:

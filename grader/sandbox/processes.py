@@ -122,28 +122,17 @@ def resident_growth(pids, baseline):
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def cpu_seconds(pids):
-    """User + system CPU seconds the live processes `pids` have used so far."""
+def cpu_seconds(pids, reaped=False):
+    """User + system CPU seconds the live processes `pids` have used so far; with `reaped`, also those of the
+    processes they have reaped (cutime and cstime: each exited process is counted once, in the live ancestor that
+    waited for it, a sandbox's PID 1 at the latest)."""
+    fields_used = slice(11, 15 if reaped else 13)
     total = 0
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat") as stat_file:
                 fields = stat_file.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            pass
-    return total / _TICKS
-
-
-def cpu_seconds_with_reaped(pids):
-    """CPU seconds the live processes `pids` used, and the processes they have reaped (cutime and cstime: each
-    exited process is counted once, in the live ancestor that waited for it, a sandbox's PID 1 at the latest)."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as stat_file:
-                fields = stat_file.read().rsplit(")", 1)[1].split()
-            total += sum(int(field) for field in fields[11:15])
+            total += sum(int(field) for field in fields[fields_used])
         except (OSError, IndexError, ValueError):
             pass
     return total / _TICKS

@@ -123,13 +123,11 @@ class SealedWorker:
                 None if cpu_counted else processes.cpu_seconds(pids),
                 None if kernel_memory_counted else len(pids))
 
-    def cpu_wait(self):
-        """Seconds the submission's processes have waited for a CPU others held (processes.cpu_wait_seconds)."""
-        return processes.cpu_wait_seconds(processes.subtree(self.pid1))
-
-    def cpu_used(self):
-        """CPU seconds the submission's processes have used, those that ended included."""
-        return processes.cpu_seconds_with_reaped(processes.subtree(self.pid1))
+    def cpu_wait_and_use(self):
+        """(seconds the submission's processes have waited for a CPU others held (processes.cpu_wait_seconds),
+        CPU seconds they have used, those that ended included), from one walk of its processes."""
+        pids = processes.subtree(self.pid1)
+        return processes.cpu_wait_seconds(pids), processes.cpu_seconds(pids, reaped=True)
 
     def out_of_memory(self):
         return cgroups.counts(self.cgroup, "memory") and self.cgroup.oom_kills() > 0

@@ -110,22 +110,23 @@ class WorkerTransport:
     def _start_clock(self, seconds):
         self.step_began = time.monotonic()
         self.deadline = self.step_began + seconds
-        self.cpu_wait_base, self.cpu_wait_credited = self._cpu_wait(), 0.0
-        self.cpu_used_base = self.worker.cpu_used()
+        (self.cpu_wait_base, self.cpu_used_base), self.cpu_wait_credited = self._cpu_clock(), 0.0
 
-    def _cpu_wait(self):
-        """Seconds the submission's processes and this judge thread have waited for a CPU others held."""
-        return self.worker.cpu_wait() + processes.own_cpu_wait_seconds()
+    def _cpu_clock(self):
+        """(seconds the submission's processes and this judge thread have waited for a CPU others held, CPU
+        seconds the submission's processes have used)."""
+        waited, used = self.worker.cpu_wait_and_use()
+        return waited + processes.own_cpu_wait_seconds(), used
 
     def _credit_cpu_wait(self):
         """Move the deadline by the time the submission (or the judge reading it) waited for a CPU since its
         step began, not yet credited, at most MAX_CPU_WAIT_CREDIT × the limit in all: True if it moved."""
-        waited = self._cpu_wait() - self.cpu_wait_base
+        waited, used = self._cpu_clock()
         # Only a wait for CPUs others held: the time the submission neither ran nor slept is at most the step's
         # time less the CPU its own processes used. A submission whose processes queue behind each other (14 busy
         # children, a red team's) has used that time itself, and earns nothing (before: 5x its budget).
-        idle = time.monotonic() - self.step_began - (self.worker.cpu_used() - self.cpu_used_base)
-        credit = wait_credit(min(waited, max(0.0, idle)), self.cpu_wait_credited, self.time_limit)
+        idle = time.monotonic() - self.step_began - (used - self.cpu_used_base)
+        credit = wait_credit(min(waited - self.cpu_wait_base, max(0.0, idle)), self.cpu_wait_credited, self.time_limit)
         if not credit:
             return False
         self.deadline += credit

@@ -9,6 +9,8 @@ The whole path (a busy machine, a real worker): test_busy_machine.py.
 
 import time
 
+import pytest
+
 from grader.sandbox.limits import MAX_CPU_WAIT_CREDIT
 from grader.sandbox.transport import WorkerTransport
 
@@ -19,47 +21,44 @@ class FakeWorker:
     def __init__(self):
         self.waited = self.used = 0.0
 
-    def cpu_wait(self):
-        return self.waited
-
-    def cpu_used(self):
-        return self.used
+    def cpu_wait_and_use(self):
+        return self.waited, self.used
 
 
-def transport_with(worker, limit):
-    transport = WorkerTransport.__new__(WorkerTransport)  # the clock's logic alone: no process behind it
-    transport.worker, transport.time_limit = worker, limit
-    transport._start_clock(limit)
-    return transport
-
-
-def test_a_wait_behind_other_programs_moves_the_deadline(monkeypatch):
+@pytest.fixture
+def clock(monkeypatch):
+    """clock(limit) -> (transport, worker, deadline): the step clock's logic alone, no process behind it; the
+    judge thread itself never waits here."""
     monkeypatch.setattr("grader.sandbox.processes.own_cpu_wait_seconds", lambda: 0.0)
-    worker = FakeWorker()
-    transport = transport_with(worker, 2.0)
-    deadline = transport.deadline
+
+    def start(limit):
+        worker = FakeWorker()
+        transport = WorkerTransport.__new__(WorkerTransport)
+        transport.worker, transport.time_limit = worker, limit
+        transport._start_clock(limit)
+        return transport, worker, transport.deadline
+
+    return start
+
+
+def test_a_wait_behind_other_programs_moves_the_deadline(clock):
+    transport, worker, deadline = clock(2.0)
     time.sleep(0.3)
     worker.waited, worker.used = 0.25, 0.02  # it hardly ran: others held the CPU
     assert transport._credit_cpu_wait()
     assert abs(transport.deadline - deadline - 0.25) < 1e-9
 
 
-def test_a_wait_behind_the_submissions_own_processes_moves_nothing(monkeypatch):
-    monkeypatch.setattr("grader.sandbox.processes.own_cpu_wait_seconds", lambda: 0.0)
-    worker = FakeWorker()
-    transport = transport_with(worker, 2.0)
-    deadline = transport.deadline
+def test_a_wait_behind_the_submissions_own_processes_moves_nothing(clock):
+    transport, worker, deadline = clock(2.0)
     time.sleep(0.3)
     worker.waited, worker.used = 14 * 0.3, 0.3  # 15 busy processes on one CPU: all of the step's time was theirs
     assert not transport._credit_cpu_wait()
     assert transport.deadline == deadline
 
 
-def test_the_credit_stays_within_its_bound(monkeypatch):
-    monkeypatch.setattr("grader.sandbox.processes.own_cpu_wait_seconds", lambda: 0.0)
-    worker = FakeWorker()
-    transport = transport_with(worker, 0.05)
-    deadline = transport.deadline
+def test_the_credit_stays_within_its_bound(clock):
+    transport, worker, deadline = clock(0.05)
     time.sleep(0.4)
     worker.waited = 10.0
     assert transport._credit_cpu_wait()
