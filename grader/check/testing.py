@@ -194,8 +194,10 @@ def expect_tensor(value, what, shape=None, device=None):
     Its shape (or, where the check gives none, its size: MAX_ANSWER_ELEMENTS), dtype and device are checked
     before any arithmetic on it. A check compares two answers only once both passed here with one shape."""
     if isinstance(value, Foreign):
-        advice = "convert with torch.from_numpy(...)" if "numpy" in value.type_name else "return a torch.Tensor"
-        raise AssertionError(f"{what} should be a torch.Tensor, but your code returned a {value.type_name}; {advice}")
+        shown = value.shown_type
+        advice = "convert with torch.from_numpy(...)" if shown.startswith("numpy.") else "return a torch.Tensor"
+        article = "" if shown.startswith("a ") else "a "
+        raise AssertionError(f"{what} should be a torch.Tensor, but your code returned {article}{shown}; {advice}")
     if isinstance(value, (list, tuple)):
         raise AssertionError(f"{what} should be a torch.Tensor, but your code returned a {type(value).__name__} "
                              f"of {len(value)} items; build one tensor (torch.stack / torch.cat) instead")

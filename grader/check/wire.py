@@ -109,15 +109,27 @@ def clean_text(text, limit=MAX_TEXT):
 
 
 class Foreign:
-    """A value of a type the judge does not compare (a numpy array, a module...)."""
+    """A value of a type the judge does not compare (a numpy array, a module...).
+
+    `type_name` is what the student's process said the type is; `shown_type` is what a message may say of it:
+    one of a few library types' names, else no name (a class's name is the student's code's to choose, and a
+    hidden check's message must not carry text the student's code chose)."""
 
     def __init__(self, type_name, text, array=None):
         self.type_name = type_name
         self.text = text
         self.array = array
 
-    def __repr__(self):
-        return f"<{self.type_name}: {self.text}>"
+    @property
+    def shown_type(self):
+        return _SHOWN_TYPES.get(self.type_name, "a value of another type")
+
+
+# The few types a message names. A fixed list, not "any library's type": the student's code chooses a class's
+# __module__ and __qualname__, and a choice among many real types would still be a channel.
+_SHOWN_TYPES = {"numpy.ndarray": "numpy.ndarray", "builtins.set": "set", "builtins.frozenset": "frozenset",
+                "builtins.bytes": "bytes", "builtins.bytearray": "bytearray", "builtins.complex": "complex",
+                "builtins.range": "range", "builtins.function": "function", "builtins.generator": "generator"}
 
 
 def _tensor_payload(tensor, budget):

@@ -30,6 +30,7 @@ from grader.faults.bugs import BUGS
 
 from grader.judging import results_json as results_io
 from grader.check import wire
+from grader.check.wire import Foreign
 from grader.judging.judge import Options, grade_submission
 from grader.paths import ROOT
 
@@ -1123,3 +1124,53 @@ def test_a_hidden_check_shows_no_text_the_students_error_chose(grade, clean):
     assert leaked == [], leaked[:3]
     assert any("raised an error (a hidden check shows neither" in (test.output or "") for test in hidden)
     assert any(f"ECHO{marker} seed=" in (test.output or "") for test in public)  # the student's own text, in full
+
+
+# Names the student's code chooses are a channel too (red team 2, after attack 06): a returned object of a class
+# named from what the code was given, and a wrapper whose container of heads is named so. A hidden check names
+# neither; a few library types (a numpy array) are still named, from a fixed list.
+OWN_NAMES = '''
+
+import torch as _torch
+from torch import nn as _nn
+
+
+def _leak(*args, **kwargs):
+    sizes = "_".join("x".join(map(str, value.shape)) for value in args if isinstance(value, _torch.Tensor))
+    return type(f"Seed{marker}Leak_{{_torch.initial_seed()}}_{{sizes}}", (), {{}})()
+
+
+def scaled_attention_weights(*args, **kwargs):
+    return _leak(*args, **kwargs)
+
+
+def causal_attention_weights(*args, **kwargs):
+    return _leak(*args, **kwargs)
+
+
+class MultiHeadAttentionWrapper(_nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        setattr(self, f"Seed{marker}Leak_{{d_in}}_{{d_out}}_{{context_length}}_{{num_heads}}", _nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]))
+
+    def forward(self, x):
+        raise RuntimeError("unused")
+'''
+
+
+def test_a_hidden_check_shows_no_name_the_students_code_chose(grade, clean):
+    marker = "5827"
+    result = grade(clean + OWN_NAMES.format(marker=marker))
+    hidden = [test for test in result.tests if test.visibility != "visible" and test.score < test.max_score]
+    assert {test.name.split(":")[0] for test in hidden} >= {"scaling", "masking", "mha_wrapper"}
+    leaked = [(test.name, test.output) for test in hidden if marker in (test.output or "")]
+    assert leaked == [], leaked[:3]
+    assert any("returned a value of another type" in (test.output or "") for test in hidden)
+
+
+def test_only_a_few_library_types_are_named():
+    assert Foreign("numpy.ndarray", "shape [2]").shown_type == "numpy.ndarray"
+    assert Foreign("builtins.set", "{1}").shown_type == "set"
+    for chosen in ("attention.Leak_9", "numpy.Leak9", "torch.nn.modules.linear.Linear", "Seed5827Leak"):
+        assert Foreign(chosen, "").shown_type == "a value of another type"

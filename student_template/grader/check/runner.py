@@ -37,7 +37,9 @@ def _run(test, student, details):
         raise  # a grader bug, never recorded as the student's failure (the run reports it instead)
     except Exception as error:  # noqa: BLE001 - an odd student output tripped the check itself
         where = traceback.extract_tb(error.__traceback__)[-1]
-        return False, (f"the check could not run on your output ({type(error).__name__}: {error}); "
+        # a hidden check names the error only: its text may quote what the student's process sent
+        said = f"{type(error).__name__}: {error}" if test.kind == "public" else type(error).__name__
+        return False, (f"the check could not run on your output ({said}); "
                        f"check the shapes and types your code returns [at {where.name}]")
 
 
