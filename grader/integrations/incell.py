@@ -58,7 +58,8 @@ from grader.check.student import InProcessTransport, Student
 from grader.check.testing import seeded
 from grader.check.notebook import NamespaceModule
 from grader.check.runner import run_test
-from grader.check.suite import GradedTest, discover
+from grader.check import public_inputs
+from grader.check.suite import GradedTest, discover, hidden_secret
 from grader.sandbox.limits import MAX_CPU_WAIT_CREDIT, wait_credit
 
 HIDDEN_FOLDER = "kit_hidden_tests"
@@ -197,6 +198,10 @@ class Grading:
 
     def __init__(self, path, seconds):
         self.path, self.seconds = Path(path), seconds
+        # the judge's moved public inputs (check.public_inputs), where the hidden tests are installed
+        hidden = hidden_tests_root(self.path.parent)
+        secret = hidden_secret(discover(hidden, kinds=("hidden",))) if hidden is not None else b""
+        self.public_shift = public_inputs.shift_for(self.path.read_bytes(), secret)
         self.loaded: Loaded | None = None
         self.fatal: str | None = None
         self.spent, self.stopped = {}, {}  # step key -> seconds used / the message that stopped it
@@ -254,7 +259,8 @@ class Grading:
         loaded = self.loaded
         assert loaded is not None  # _load loaded the file, or said why not in `fatal`
         began = self._clock()
-        outcome, where = call_with_time_limit(left, lambda: _run(test, loaded.module, device), self._place)
+        outcome, where = call_with_time_limit(left, lambda: _run(test, loaded.module, device, self.public_shift),
+                                              self._place)
         self.spent[step] = self.spent.get(step, 0.0) + self._since(began, left)
         if where is not None:
             self.stopped[step] = time_limit_message(self.seconds, where)
@@ -280,9 +286,9 @@ def grading_of(path: str | Path, seconds: float) -> Grading:
     return _GRADINGS[key]
 
 
-def _run(test, module, device):
+def _run(test, module, device, public_shift=0):
     """(passed, message) of `test` on `module` (the loaded file, or a kernel's globals), output captured."""
-    student = Student(InProcessTransport(Session(module, device)), device)
+    student = Student(InProcessTransport(Session(module, device)), device, public_shift=public_shift)
     # Anything the student's code prints (warnings included) would reach stderr and zero the
     # cell in nbgrader, even when the answer is right: keep it out of the cell's output.
     # The tests seed what they draw; seeding the rest makes it repeatable too.

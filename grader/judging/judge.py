@@ -8,13 +8,16 @@ memory fails on its own, and the next step gets a fresh worker.
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from grader.check.loader import SubmissionError, read_chunks
 from grader.judging.model import SubmissionResult, TestResult, zero_result
 from grader.chapter import STEPS
+from grader.check import public_inputs
 from grader.check.student import Student, StudentUnavailable
+from grader.check.suite import hidden_secret
 from grader.check.runner import run_test
 from grader.sandbox.limits import DEFAULTS, Limit, Limits
 from grader.sandbox.transport import WorkerTransport
@@ -70,9 +73,9 @@ class SubmissionWorker:
         self.protections = None  # the first worker's own report of its sandbox, sent before student code ran
         self.setup_seconds = []  # how long each worker made this submission wait for its sandbox
 
-    def student_for(self, seconds, planned=True):
+    def student_for(self, seconds, planned=True, public_shift=0):
         """A Student for the next step with `seconds` to spend, or None (then `fatal` says why). `planned`: the
-        Student may send its group's plan (check.student.Plans)."""
+        Student may send its group's plan (check.student.Plans); `public_shift`: see check.public_inputs."""
         if self.fatal:
             return None
         if self.worker is not None and not self.worker.dead:
@@ -93,7 +96,7 @@ class SubmissionWorker:
             self.fatal = self.worker.fatal
             if self.fatal:
                 return None
-        return Student(self.worker, self.options.device, planned=planned)
+        return Student(self.worker, self.options.device, planned=planned, public_shift=public_shift)
 
     def close(self):
         if self.worker is not None:
@@ -101,9 +104,10 @@ class SubmissionWorker:
             self.worker = None
 
 
-def grade_step(sandbox, step_key, tests, seconds, planned=True):
-    """Run the tests of one step against the submission's worker."""
-    student = sandbox.student_for(seconds, planned)
+def grade_step(sandbox, step_key, tests, seconds, planned=True, public_shift=0):
+    """Run the tests of one step against the submission's worker (its public checks' seeds moved by
+    `public_shift`: see check.public_inputs)."""
+    student = sandbox.student_for(seconds, planned, public_shift)
     results = []
     for test in tests:
         details = {}
@@ -117,7 +121,7 @@ def grade_step(sandbox, step_key, tests, seconds, planned=True):
     if student is not None and student.plan_lost:
         # The worker ended inside the plan sent ahead: graded again as the checks ask, on a fresh worker, so
         # that the checks before the request that ended it keep their points, as without a plan.
-        return grade_step(sandbox, step_key, tests, seconds, planned=False)
+        return grade_step(sandbox, step_key, tests, seconds, planned=False, public_shift=public_shift)
     return results
 
 
@@ -147,6 +151,7 @@ def grade_submission(path, name, tests, options):
     if unreadable:
         return zero_result(name, path, tests, unreadable)
     sandbox = SubmissionWorker(path, options)
+    shift = public_inputs.shift_for(Path(path).read_bytes(), hidden_secret(tests))
     verdicts = {}
     spent = {}  # seconds each step used in its public part
     credited = 0.0  # seconds the steps' clocks were moved for waits on a busy machine
@@ -171,7 +176,8 @@ def grade_submission(path, name, tests, options):
                         "(earlier steps were too slow)"), Limit.TIME
                 budget = min(options.limits.step_seconds - spent.get(step.key, 0.0), left)
                 began, waited = time.monotonic(), sum(sandbox.setup_seconds)
-                step_results = (grade_step(sandbox, step.key, step_tests, budget) if budget > 0 or sandbox.fatal
+                step_results = (grade_step(sandbox, step.key, step_tests, budget, public_shift=shift if public else 0)
+                                if budget > 0 or sandbox.fatal
                                 else out_of_step_time(step.key, step_tests, options.limits.step_seconds))
                 # Waiting for a sealed worker (the fork server's start, for a judge's first) is not the step's time.
                 setup = sum(sandbox.setup_seconds) - waited

@@ -558,7 +558,9 @@ def test_judge_never_unpickles_what_the_student_returns(grade, base, shared):
     marker = shared / "unpickled"
     result = grade(with_unpickle_bait(base, marker))
     project_tests = [t for t in result.tests if t.step == "projection" and "project" in t.name and t.score == 0]
-    assert any("_Payload" in t.output and "torch.Tensor" in t.output for t in project_tests), [
+    # judged as a value of a type the judge does not take (its class's name is the student's: not shown)
+    assert any("returned a value of another type" in t.output and "torch.Tensor" in t.output
+               for t in project_tests), [
         t.output for t in project_tests]
     # The tensor subclass with a poisoned __reduce_ex__ crosses as its numbers: the scores are judged as usual.
     assert {t.name: t.score for t in result.tests if t.step == "scaling" and "attention_scores" in t.name} == {

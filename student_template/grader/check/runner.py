@@ -2,6 +2,7 @@
 
 import traceback
 
+from grader.check import public_inputs
 from grader.check.student import Student, StudentError, StudentUnavailable
 from grader.check.wire import ProtocolError
 from grader.check.testing import details_of
@@ -22,7 +23,8 @@ def _run(test, student, details):
     try:
         if isinstance(student, Student):
             student.begin(test.name)  # may send the plan of the checks that start here (see check.student.Plans)
-        test.function(student)
+        with public_inputs.shifted(getattr(student, "public_shift", 0) if test.moved else 0):
+            test.function(student)
         return True, ""
     except StudentUnavailable as error:
         details.update(details_of(error), limit=error.limit)

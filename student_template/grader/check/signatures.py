@@ -20,6 +20,7 @@ import weakref
 
 import torch
 
+from grader.check import public_inputs
 from grader.check.causes import MASK_RESHAPED, MASK_SLICED, crash_cause, observation
 from grader.check.student import StudentError, StudentUnavailable
 
@@ -489,8 +490,9 @@ def heads_outcome(info, state, heads, d_out):
 
 # ------------------------------------------------------------------ seeded draws
 def replay_draws(seed, shape, draw_kinds):
-    """The tensors drawn after torch.manual_seed(seed) by draws of `shape` with the given kinds, in order."""
-    stream = torch.Generator().manual_seed(seed)
+    """The tensors drawn after torch.manual_seed(seed) by draws of `shape` with the given kinds, in order (`seed`
+    a check's: moved as grading moves it, see check.public_inputs)."""
+    stream = public_inputs.generator(seed)
     return [(torch.rand if kind == "rand" else torch.randn)(*shape, generator=stream) for kind in draw_kinds]
 
 
@@ -525,12 +527,11 @@ def other_draws(values, d_in, d_out, seed):
     def same(a, b):
         return tuple(a.shape) == tuple(b.shape) and torch.allclose(a.float(), b.float(), atol=1e-6)
 
-    stream = torch.Generator().manual_seed(seed)
-    fused = torch.rand(d_in, len(values) * d_out, generator=stream).chunk(len(values), dim=-1)
+    fused = torch.rand(d_in, len(values) * d_out, generator=public_inputs.generator(seed)).chunk(len(values), dim=-1)
     if all(same(value, part) for value, part in zip(values, fused)):
         return Measured("fused", "the three are the column blocks of one torch.rand(d_in, 3 * d_out) draw")
-    for own in range(RESEED_SEARCH):
-        if own == seed:
+    for own in range(RESEED_SEARCH):  # the submission's own seeds: never moved
+        if own == public_inputs.seed(seed):
             continue
         first = torch.rand(d_in, d_out, generator=torch.Generator().manual_seed(own))
         if not same(values[0], first):
@@ -538,7 +539,8 @@ def other_draws(values, d_in, d_out, seed):
         if all(same(value, first) for value in values):
             return Measured("reseeded", f"all three are the first torch.rand draw after torch.manual_seed({own}): "
                                         "the generator is seeded again before each draw")
-        drawn = replay_draws(own, (d_in, d_out), ["rand"] * len(values))
+        stream = torch.Generator().manual_seed(own)
+        drawn = [torch.rand(d_in, d_out, generator=stream) for _ in values]
         if all(same(value, draw) for value, draw in zip(values, drawn)):
             return Measured("reseeded", f"they are the torch.rand draws after torch.manual_seed({own}), a seed of "
                                         "your function's own, whatever the caller's seed")
@@ -557,7 +559,7 @@ def init_observation(got, d_in, d_out, seed):
 def linear_draws(seed, d_in, d_out, count, bias=False):
     """The weights of `count` nn.Linear(d_in, d_out) created one after another right after torch.manual_seed(seed):
     each is uniform in +-1/sqrt(d_in) (PyTorch's default init), drawn here from a generator of our own."""
-    stream = torch.Generator().manual_seed(seed)
+    stream = public_inputs.generator(seed)
     bound = 1 / math.sqrt(d_in)
     made = []
     for _ in range(count):
@@ -583,7 +585,7 @@ def linear_init_outcome(state, d_in, d_out, seed, qkv_bias, roles=ROLES, prefix=
 # ------------------------------------------------------------------ modules, read through their outputs
 def draw(*shape, seed, scale=0.5):
     """A fresh copy of a fixed draw: every submission of a class is probed with the same inputs, drawn once."""
-    return _draw(shape, seed, scale).clone()
+    return _draw(shape, public_inputs.seed(seed), scale).clone()
 
 
 @functools.lru_cache(maxsize=4096)

@@ -9,7 +9,7 @@ and a sandboxed worker process (grading; see `worker`).
 import builtins
 
 from grader.chapter import STEPS
-from grader.check import wire
+from grader.check import public_inputs, wire
 
 
 class StudentError(AssertionError):
@@ -107,13 +107,16 @@ def succeeded(answer):
 
 
 class Student:
-    def __init__(self, transport, device="cpu", plans=None, planned=True):
+    def __init__(self, transport, device="cpu", plans=None, planned=True, public_shift=0):
         """`plans`: the book of plans to use and teach (see Plans); by default the judge's own for a sandboxed worker
         (a transport with steps, sandbox.transport.WorkerTransport), none otherwise: in process a round trip costs
-        no more than the call, and the checks share the student code's interpreter and its random generators."""
+        no more than the call, and the checks share the student code's interpreter and its random generators.
+        `public_shift`: how far grading moves the public checks' seeds for this submission (check.public_inputs)."""
         self.transport = transport
         self.device = device
+        self.public_shift = public_shift
         self.plans = plans if plans is not None else PLANS if hasattr(transport, "begin_step") else None
+        self.book = self.plans  # counts this Student's round trips even where no plan is used
         if not planned:  # the judge grades a group again without its plan (see plan_lost)
             self.plans = None
         # The student's process ended inside the plan batch (a hang, a crash, an exit): which check's request
@@ -135,8 +138,9 @@ class Student:
             return
         self.test = test_name
         if self.group is None:
-            self.group = test_name
-            plan = self.plans.by_group.get(test_name)
+            # a group's requests depend on the seeds grading moved them by (check.public_inputs): one plan each
+            self.group = f"{test_name} (shift {self.public_shift})" if self.public_shift else test_name
+            plan = self.plans.by_group.get(self.group)
             if plan:
                 self._send_ahead(plan)
         elif self.ahead and self.ahead[0][2] != test_name:
@@ -228,8 +232,8 @@ class Student:
 
     def _send_now(self, request):
         self.round_trips += 1
-        if self.plans is not None:
-            self.plans.round_trips += 1
+        if self.book is not None:
+            self.book.round_trips += 1
         return self.transport.send(request)
 
     def _ask(self, what, request):
@@ -264,7 +268,7 @@ class Student:
         asks = []
         for weights, inputs in runs:
             build = wire.request("build", name=name, args=wire.encode(list(args)), kwargs=wire.encode(kwargs),
-                                 seed=seed, stand_in_heads=False)
+                                 seed=public_inputs.seed(seed), stand_in_heads=False)
             module = ModuleHandle(self, name, "previous")
             asks += [(f"{name}(...)", build)] + ([module.loading(weights)] if weights else [])
             asks.append(module._forwarding(inputs, False, None))
@@ -287,7 +291,8 @@ class Student:
 
     def call(self, name, *args, seed=None, **kwargs):
         """Call the student's function `name` and return its (decoded) result."""
-        request = wire.request("call", name=name, args=wire.encode(list(args)), kwargs=wire.encode(kwargs), seed=seed)
+        request = wire.request("call", name=name, args=wire.encode(list(args)), kwargs=wire.encode(kwargs),
+                               seed=public_inputs.seed(seed))
         return self._ask(f"{name}(...)", request)
 
     def build(self, name, *args, seed=None, weights=None, stand_in_heads=False, **kwargs):
@@ -296,8 +301,8 @@ class Student:
         `stand_in_heads=True` builds it while the module's `CausalAttention` is
         the grader's simple StandInHead (to judge a wrapper on its own).
         """
-        request = wire.request("build", name=name, args=wire.encode(list(args)), kwargs=wire.encode(kwargs), seed=seed,
-                               stand_in_heads=stand_in_heads)
+        request = wire.request("build", name=name, args=wire.encode(list(args)), kwargs=wire.encode(kwargs),
+                               seed=public_inputs.seed(seed), stand_in_heads=stand_in_heads)
         if not weights:
             return ModuleHandle(self, name, self._ask(f"{name}(...)", request))
         load = ModuleHandle(self, name, "previous").loading(weights)  # the module built just before
@@ -365,7 +370,8 @@ class ModuleHandle:
         return values
 
     def _forwarding(self, args, train, seed):
-        return f"{self.label}.forward", self._request("forward", args=wire.encode(list(args)), train=train, seed=seed)
+        return f"{self.label}.forward", self._request("forward", args=wire.encode(list(args)), train=train,
+                                                      seed=public_inputs.seed(seed))
 
     def state(self):
         return self.student._ask(f"reading {self.label}'s parameters", self._request("state"))

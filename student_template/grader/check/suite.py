@@ -9,6 +9,7 @@ it is loaded under a private name from its declared path, without touching
 nbgrader course.
 """
 
+import functools
 import importlib.util
 import sys
 from dataclasses import dataclass
@@ -29,6 +30,12 @@ class GradedTest:
     kind: str  # "public" or "hidden"
     function: object
     weight: float = 1.0
+    book: bool = False  # a public check of the chapter's printouts: its seeds are never moved (check.public_inputs)
+
+    @property
+    def moved(self):
+        """Whether grading moves this check's seeds (check.public_inputs): a public check's, not the book's."""
+        return self.kind == "public" and not self.book
 
 
 def load_package(folder, name):
@@ -91,7 +98,7 @@ def discover(tests_root=TESTS, kinds=("public", "hidden")):
     for info, _, _ in found:
         weights[info["step"]] = weights.get(info["step"], 0.0) + info["weight"]
     tests = [GradedTest(info["name"], info["step"], points_of(info["step"], info["weight"], weights[info["step"]]),
-                        VISIBILITY[kind], kind, value, info["weight"])
+                        VISIBILITY[kind], kind, value, info["weight"], info.get("book", False))
              for info, kind, value in found if kind in kinds]
     order = {key: index for index, key in enumerate(STEP_KEYS)}
     return sorted(tests, key=lambda test: (order[test.step], test.kind != "public",
@@ -103,3 +110,14 @@ def max_points(tests):
     for test in tests:
         totals[test.step] += test.points
     return totals
+
+
+def hidden_secret(tests):
+    """The bytes of the hidden tests' files among `tests` (b"" without any): what makes a submission's
+    public-input shift unknowable to students (check.public_inputs), who never see these files."""
+    return _file_bytes(tuple(sorted({test.function.__code__.co_filename for test in tests if test.kind == "hidden"})))
+
+
+@functools.lru_cache(maxsize=8)
+def _file_bytes(paths):
+    return b"".join(Path(path).read_bytes() for path in paths)

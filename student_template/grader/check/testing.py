@@ -15,6 +15,7 @@ import threading
 
 import torch
 
+from grader.check import public_inputs
 from grader.check.causes import CAUSES, failed_properties, measured_for, name_cause, observation, right_properties
 from grader.chapter import step_of_test_name
 from grader.check.signatures import MAX_ANSWER_ELEMENTS, crash_observations, nan_outcome, pattern_outcome, rows_outcome
@@ -158,7 +159,7 @@ def seeded(seed):
     submissions in threads that share torch's global generator, so seeded
     sections take turns and leave the generator as they found it."""
     with _SEED_LOCK, torch.random.fork_rng(devices=[]):
-        torch.default_generator.manual_seed(seed)  # the judge's tensors are all on the CPU
+        torch.default_generator.manual_seed(public_inputs.seed(seed))  # the judge's tensors are all on the CPU
         yield
 
 
@@ -166,15 +167,17 @@ def tolerance(device):
     return TOLERANCES["cuda" if str(device).startswith("cuda") else "cpu"]
 
 
-def graded(name, weight=1):
+def graded(name, weight=1, book=False):
     """Mark a test function as graded: `@graded("masking: rows sum to one", weight=2)`.
 
     The weight is relative: a step's points (grader.chapter) are shared out among its
-    tests, public and hidden, in proportion to their weights."""
+    tests, public and hidden, in proportion to their weights. `book=True`: a public check of
+    the chapter's printed values, which keeps the chapter's seeds at grading (see
+    grader.check.public_inputs)."""
     step = step_of_test_name(name)
 
     def mark(function):
-        function.graded = {"name": name, "step": step, "weight": weight}
+        function.graded = {"name": name, "step": step, "weight": weight, "book": book}
         return function
 
     return mark

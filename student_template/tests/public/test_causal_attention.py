@@ -20,7 +20,7 @@ def public_probes(student, dropout=False):
     return once(lambda: module_observations(student, "CausalAttention", DIMS, dropout=dropout))
 
 
-@graded("causal_attention: reproduces the chapter (seed 123)", weight=BOOK_WEIGHT)
+@graded("causal_attention: reproduces the chapter (seed 123)", weight=BOOK_WEIGHT, book=True)
 def test_book(student):
     with diagnosed(public_probes(student)):
         module = student.build("CausalAttention", 3, 2, 6, 0.0, seed=123)

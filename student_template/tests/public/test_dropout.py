@@ -2,6 +2,7 @@
 
 import torch
 
+from grader.check import public_inputs
 from grader.check.causes import observation
 from grader.check.signatures import layout_outcome, rate_outcome, rescale_outcome
 from grader.check.testing import diagnosed, expect_tensor, fail, graded, once, seeded
@@ -11,7 +12,7 @@ def dropout_probes(student):
     """The fault model's dropout probes on public inputs: the share dropped, how the survivors are scaled, whether
     the mask repeats across the batch, whether a second call draws a new mask, and eval mode."""
     def probes():
-        weights = torch.rand(4, 64, 64, generator=torch.Generator().manual_seed(3)) + 0.5
+        weights = torch.rand(4, 64, 64, generator=public_inputs.generator(3)) + 0.5
         out = expect_tensor(student.call("attention_dropout", weights, 0.25, training=True, seed=5), "dropout output",
                             shape=(4, 64, 64))
         dropped = out == 0
@@ -46,7 +47,7 @@ def test_identity_in_eval(student):
 
 @graded("dropout: keeps the shape and zeroes roughly a fraction p of the weights", weight=2)
 def test_zero_fraction(student):
-    weights = torch.ones(4, 64, 64)
+    weights = torch.rand(4, 64, 64, generator=public_inputs.generator(6)) + 0.5  # never 0 but where dropped
     with diagnosed(dropout_probes(student)):
         result = expect_tensor(student.call("attention_dropout", weights, 0.3, training=True, seed=1),
                                "dropout output", shape=(4, 64, 64))
@@ -57,7 +58,7 @@ def test_zero_fraction(student):
 
 @graded("dropout: survivors are multiplied by 1/(1-p), which keeps each weight's expected value", weight=1)
 def test_rescaled(student):
-    weights = torch.rand(2, 32, 32, generator=torch.Generator().manual_seed(8)) + 0.5
+    weights = torch.rand(2, 32, 32, generator=public_inputs.generator(8)) + 0.5
     with diagnosed(dropout_probes(student)):
         result = expect_tensor(student.call("attention_dropout", weights, 0.4, training=True, seed=2),
                                "dropout output", shape=(2, 32, 32))
@@ -72,7 +73,7 @@ def test_rescaled(student):
 
 @graded("dropout: every weight of every matrix in the batch is dropped on its own", weight=1)
 def test_independent(student):
-    weights = torch.ones(6, 32, 32)
+    weights = torch.rand(6, 32, 32, generator=public_inputs.generator(9)) + 0.5
     with diagnosed(dropout_probes(student)):
         dropped = expect_tensor(student.call("attention_dropout", weights, 0.5, training=True, seed=4),
                                 "dropout output", shape=(6, 32, 32)) == 0

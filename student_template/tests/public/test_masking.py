@@ -2,6 +2,7 @@
 
 import torch
 from grader.check.book import BOOK_ATOL, SEED789_MASKED_WEIGHTS, SEED789_SCORES_LOWER, SEED789_WEIGHTS
+from grader.check import public_inputs
 
 from grader.check.causes import observation
 from grader.check.signatures import (future_scores_observation, mask_dtype_observations, mask_outcome,
@@ -71,23 +72,24 @@ def causal_probes(student, scores, d_k):
 
 @graded("masking: causal_mask is a bool (n, n) mask, True strictly above the diagonal", weight=3)
 def test_causal_mask(student):
+    n = public_inputs.size(6, 5, 12)  # 6 here; grading asks for another size (grader.check.public_inputs)
     with diagnosed(lambda: []):
-        mask = student.call("causal_mask", 6)
-    mask = expect_tensor(mask, "causal_mask(6)", shape=(6, 6))
+        mask = student.call("causal_mask", n)
+    mask = expect_tensor(mask, f"causal_mask({n})", shape=(n, n))
     if mask.dtype != torch.bool:
         fail(f"causal_mask should return a bool tensor, yours is {mask.dtype}; use .bool()",
              mask_dtype_observations(mask))
-    for i in range(6):
-        for j in range(6):
+    for i in range(n):
+        for j in range(n):
             if bool(mask[i, j]) != (j > i):
                 state = "hidden" if mask[i, j] else "visible"
                 outcome = mask_outcome(mask)
-                fail(f"causal_mask(6)[{i}, {j}] says position {j} is {state} for token {i} (True means hidden, "
+                fail(f"causal_mask({n})[{i}, {j}] says position {j} is {state} for token {i} (True means hidden, "
                      "and token i hides exactly the positions j > i)",
                      [observation("pattern", outcome)] if outcome else [])
 
 
-@graded("masking: masking and renormalising reproduces the chapter", weight=BOOK_WEIGHT)
+@graded("masking: masking and renormalising reproduces the chapter", weight=BOOK_WEIGHT, book=True)
 def test_book_masking(student):
     with diagnosed(renorm_probes(student, SEED789_WEIGHTS)):
         renormalized = student.call("mask_and_renormalize", SEED789_WEIGHTS)

@@ -23,7 +23,7 @@ def public_probes(student, dropout=False):
     return once(lambda: module_observations(student, "MultiHeadAttention", DIMS, dropout=dropout))
 
 
-@graded("multihead_attention: reproduces the chapter (seed 123)", weight=BOOK_WEIGHT)
+@graded("multihead_attention: reproduces the chapter (seed 123)", weight=BOOK_WEIGHT, book=True)
 def test_book(student):
     with diagnosed(public_probes(student)):
         module = student.build("MultiHeadAttention", 3, 2, 6, 0.0, 2, seed=123)

@@ -38,7 +38,7 @@ def test_init_shapes(student):
             assert W.unique().numel() > 1, f"every entry of {name} is the same, so it is not a torch.rand draw"
 
 
-@graded("projection: seed 100 reproduces the chapter's weight matrices", weight=BOOK_WEIGHT)
+@graded("projection: seed 100 reproduces the chapter's weight matrices", weight=BOOK_WEIGHT, book=True)
 def test_init_book_seed100(student):
     with diagnosed(draws(student, 3, 2, seed=100)):
         weights = student.call("init_qkv_weights", 3, 2, seed=100)
@@ -48,7 +48,7 @@ def test_init_book_seed100(student):
                 f"after torch.manual_seed(100), your {name} is not the chapter's")
 
 
-@graded("projection: project gives the chapter's query for 'journey' (seeds 123 and 100)", weight=BOOK_WEIGHT)
+@graded("projection: project gives the chapter's query for 'journey' (seeds 123 and 100)", weight=BOOK_WEIGHT, book=True)
 def test_project_book(student):
     for seed, inputs, printed in ((123, INPUTS_3D, SEED123_QUERY_2), (100, INPUTS_3D_SEED100, SEED100_QUERY_2)):
         weights = seeded_rand_weights(seed, 3, 2)

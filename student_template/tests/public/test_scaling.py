@@ -58,7 +58,7 @@ def step_probes(student, queries, keys, values, d_k):
     return probes
 
 
-@graded("scaling: scores, weights and context vectors match the chapter (seed 123)", weight=BOOK_WEIGHT)
+@graded("scaling: scores, weights and context vectors match the chapter (seed 123)", weight=BOOK_WEIGHT, book=True)
 def test_book_step_by_step(student):
     for inputs, d_out, scores, weights, context, row in (
         (INPUTS_3D, 2, SEED123_SCORES_2, SEED123_WEIGHTS_2, SEED123_CONTEXT_2, 1),
@@ -127,7 +127,7 @@ def module_probes(student, name):
     return lambda: module_observations(student, name, MODULE_DIMS, causal=False)
 
 
-@graded("scaling: SelfAttention_v1 reproduces the chapter (seeds 100 and 123)", weight=BOOK_WEIGHT)
+@graded("scaling: SelfAttention_v1 reproduces the chapter (seeds 100 and 123)", weight=BOOK_WEIGHT, book=True)
 def test_v1_book(student):
     with diagnosed(module_probes(student, "SelfAttention_v1")):
         module = student.build("SelfAttention_v1", 3, 2, seed=100)
@@ -136,7 +136,7 @@ def test_v1_book(student):
         book_close(module.forward(INPUTS_8D), SEED123_8D_CONTEXT, "SelfAttention_v1(8, 4) outputs (seed 123)")
 
 
-@graded("scaling: SelfAttention_v2 reproduces the chapter (seeds 789 and 100)", weight=BOOK_WEIGHT)
+@graded("scaling: SelfAttention_v2 reproduces the chapter (seeds 789 and 100)", weight=BOOK_WEIGHT, book=True)
 def test_v2_book(student):
     with diagnosed(module_probes(student, "SelfAttention_v2")):
         for d_in, d_out, seed, inputs, printed in (
