@@ -14,9 +14,16 @@ def run_test(test, student, details=None):
     limit) when the student's process hit one."""
     details = {} if details is None else details
     passed, message = _run(test, student, details)
+    if not passed and test.moved and getattr(student, "public_shift", 0) and "limit" not in details:
+        message += MOVED_NOTE
     if isinstance(student, Student):
         student.end(passed)
     return passed, message
+
+
+# Said where it matters: a check that passes on the shipped inputs and fails on others puzzles a student.
+MOVED_NOTE = ("\n(At grading this check ran on other inputs than your copy of it uses: if it passes for you, try "
+              "your code on inputs of your own.)")
 
 
 def _run(test, student, details):

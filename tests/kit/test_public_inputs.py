@@ -11,7 +11,7 @@ values are printed in the chapter anyway.
 import pytest
 
 from grader.check import public_inputs, wire
-from grader.check.runner import run_test
+from grader.check.runner import MOVED_NOTE, run_test
 from grader.check.student import InProcessTransport, Student, in_process
 from grader.check.suite import discover, hidden_secret
 from grader.judging.judge import Options, grade_submission
@@ -107,7 +107,15 @@ def test_the_shift_is_the_files_own_and_unknowable_without_the_hidden_tests():
 def test_grading_the_same_file_twice_gives_the_same_verdicts(solution_file):
     """A bug that shows only on some inputs is judged on the same inputs each time its file is graded."""
     buggy = solution_file.parent / "buggy.py"
-    buggy.write_text(solution_file.read_text().replace("attn_weights = torch.softmax(", "attn_weights = 0.999 * torch.softmax(", 1))
+    source = solution_file.read_text()
+    assert "torch.softmax(scores / d_k**0.5, dim=-1)" in source
+    buggy.write_text(source.replace("torch.softmax(scores / d_k**0.5, dim=-1)", "torch.softmax(scores / d_k, dim=-1)"))
     suite = discover()
     first, second = (grade_submission(buggy, "buggy", suite, Options()) for _ in range(2))
     assert [(t.name, t.score, t.output) for t in first.tests] == [(t.name, t.score, t.output) for t in second.tests]
+    # A failed public check says it ran on other inputs; a printout's check and a hidden check do not.
+    moved = {test.name: test.moved for test in suite}
+    failed = [t for t in first.tests if t.score < t.max_score]
+    assert {moved[t.name] for t in failed if t.visibility == "visible"} == {True, False}
+    for t in failed:
+        assert (MOVED_NOTE in t.output) == moved[t.name], t.name
