@@ -116,7 +116,7 @@ class Student:
         self.device = device
         self.public_shift = public_shift
         self.plans = plans if plans is not None else PLANS if hasattr(transport, "begin_step") else None
-        self.book = self.plans  # counts this Student's round trips even where no plan is used
+        self.tally = self.plans  # counts this Student's round trips even where no plan is used
         if not planned:  # the judge grades a group again without its plan (see plan_lost)
             self.plans = None
         # The student's process ended inside the plan batch (a hang, a crash, an exit): which check's request
@@ -232,8 +232,8 @@ class Student:
 
     def _send_now(self, request):
         self.round_trips += 1
-        if self.book is not None:
-            self.book.round_trips += 1
+        if self.tally is not None:
+            self.tally.round_trips += 1
         return self.transport.send(request)
 
     def _ask(self, what, request):

@@ -284,6 +284,11 @@ def failure_signatures(result: SubmissionResult | dict[str, Any]) -> dict[str, F
             continue  # timeouts, crashes of the sandbox and unfinished stubs are no behaviour of the code
         picture = json.dumps(extra.get("picture"), sort_keys=True) if extra.get("picture") else ""
         known = known_mistake(output) or ("" if re.search(r"\d", output) else GENERIC)
+        if not known and extra.get("inputs") == "moved":
+            # its numbers come from this submission's own inputs (grader.check.public_inputs): two copies mostly
+            # differ there, and a common mistake split over the shifts would look rare; the known mistake, the
+            # hidden checks' outputs (the same inputs for everyone) carry the evidence
+            continue
         # one signature per known mistake, and per output whatever the check that printed it (one mistake
         # fails many checks with the same message): one piece of evidence each
         signature = f"known\0{known}" if known else f"{' '.join(output.split())}\0{picture}"

@@ -34,7 +34,8 @@ MAX_PICTURES_PER_STEP = 2
 
 # --- what results.json carries ----------------------------------------------------------------------------------
 def test_extra_data(test: TestResult) -> dict[str, Any]:
-    """Per-test `extra_data` for results.json: the cause this failure points to and its picture."""
+    """Per-test `extra_data` for results.json: the cause this failure points to and its picture, the limit it
+    hit, and "inputs": "moved" for a public check graded on moved inputs (grader.check.public_inputs)."""
     if test.score >= test.max_score:
         return {}
     record = diagnosis.as_record(test)
@@ -47,6 +48,8 @@ def test_extra_data(test: TestResult) -> dict[str, Any]:
         extra["picture"] = picture
     if test.limit:
         extra["limit"] = test.limit.value
+    if record["details"].get("inputs"):
+        extra["inputs"] = record["details"]["inputs"]  # "moved": see grader.check.public_inputs
     return extra
 
 

@@ -164,6 +164,10 @@ def test_a_shared_wrong_output_counts_and_a_stub_or_a_limit_does_not():
     assert not integrity.failure_signatures(results("causal_mask is not implemented yet"))
     assert not integrity.failure_signatures(results("time limit", {"limit": {"kind": "time"}}))
     assert not integrity.failure_signatures(results("", score=2.0))
+    # a public check graded on this submission's own moved inputs: its numbers are no evidence, a known mistake is
+    assert not integrity.failure_signatures(results("entry [0, 1] is 0.4507, should be 0", {"inputs": "moved"}))
+    known = f"row 2 sums to 1.3\nMost likely cause: {integrity.known_mistakes()[0]}; see the chapter"
+    assert integrity.failure_signatures(results(known, {"inputs": "moved"}))
 
 
 def test_commented_out_code_is_told_from_prose_and_shape_notes():

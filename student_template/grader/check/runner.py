@@ -16,6 +16,7 @@ def run_test(test, student, details=None):
     passed, message = _run(test, student, details)
     if not passed and test.moved and getattr(student, "public_shift", 0) and "limit" not in details:
         message += MOVED_NOTE
+        details["inputs"] = "moved"  # its numbers are this submission's shift's (feedback.integrity reads it)
     if isinstance(student, Student):
         student.end(passed)
     return passed, message
