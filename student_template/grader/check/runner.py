@@ -13,8 +13,9 @@ def run_test(test, student, details=None):
     testing.details_of) go into `details` when given, with "limit" (the StudentUnavailable's
     limit) when the student's process hit one."""
     details = {} if details is None else details
-    passed, message = _run(test, student, details)
-    if not passed and test.moved and getattr(student, "public_shift", 0) and "limit" not in details:
+    shift = getattr(student, "public_shift", 0) if test.moved else 0  # see check.public_inputs
+    passed, message = _run(test, student, details, shift)
+    if not passed and shift and "limit" not in details:
         message += MOVED_NOTE
         details["inputs"] = "moved"  # its numbers are this submission's shift's (feedback.integrity reads it)
     if isinstance(student, Student):
@@ -27,11 +28,11 @@ MOVED_NOTE = ("\n(At grading this check ran on other inputs than your copy of it
               "your code on inputs of your own.)")
 
 
-def _run(test, student, details):
+def _run(test, student, details, shift):
     try:
         if isinstance(student, Student):
             student.begin(test.name)  # may send the plan of the checks that start here (see check.student.Plans)
-        with public_inputs.shifted(getattr(student, "public_shift", 0) if test.moved else 0):
+        with public_inputs.shifted(shift):
             test.function(student)
         return True, ""
     except StudentUnavailable as error:

@@ -489,10 +489,9 @@ def heads_outcome(info, state, heads, d_out):
 
 
 # ------------------------------------------------------------------ seeded draws
-def replay_draws(seed, shape, draw_kinds):
-    """The tensors drawn after torch.manual_seed(seed) by draws of `shape` with the given kinds, in order (`seed`
-    a check's: moved as grading moves it, see check.public_inputs)."""
-    stream = public_inputs.generator(seed)
+def replay_draws(stream, shape, draw_kinds):
+    """The tensors drawn from the generator `stream` (as after torch.manual_seed) by draws of `shape` with the given
+    kinds, in order."""
     return [(torch.rand if kind == "rand" else torch.randn)(*shape, generator=stream) for kind in draw_kinds]
 
 
@@ -508,7 +507,7 @@ def init_outcome(got, d_in, d_out, seed, roles=ROLES):
     if any(tuple(value.shape) != (d_in, d_out) for value in values):
         return "other"
     for kinds in itertools.product(("rand", "randn"), repeat=len(roles)):
-        drawn = replay_draws(seed, (d_in, d_out), kinds)
+        drawn = replay_draws(public_inputs.generator(seed), (d_in, d_out), kinds)  # the check's seed, as moved
         for order in itertools.permutations(range(len(roles))):
             if all(torch.allclose(values[role].float(), drawn[position], atol=1e-6)
                    for role, position in enumerate(order)):
@@ -530,8 +529,9 @@ def other_draws(values, d_in, d_out, seed):
     fused = torch.rand(d_in, len(values) * d_out, generator=public_inputs.generator(seed)).chunk(len(values), dim=-1)
     if all(same(value, part) for value, part in zip(values, fused)):
         return Measured("fused", "the three are the column blocks of one torch.rand(d_in, 3 * d_out) draw")
+    callers = public_inputs.seed(seed)
     for own in range(RESEED_SEARCH):  # the submission's own seeds: never moved
-        if own == public_inputs.seed(seed):
+        if own == callers:
             continue
         first = torch.rand(d_in, d_out, generator=torch.Generator().manual_seed(own))
         if not same(values[0], first):
@@ -539,8 +539,7 @@ def other_draws(values, d_in, d_out, seed):
         if all(same(value, first) for value in values):
             return Measured("reseeded", f"all three are the first torch.rand draw after torch.manual_seed({own}): "
                                         "the generator is seeded again before each draw")
-        stream = torch.Generator().manual_seed(own)
-        drawn = [torch.rand(d_in, d_out, generator=stream) for _ in values]
+        drawn = replay_draws(torch.Generator().manual_seed(own), (d_in, d_out), ["rand"] * len(values))
         if all(same(value, draw) for value, draw in zip(values, drawn)):
             return Measured("reseeded", f"they are the torch.rand draws after torch.manual_seed({own}), a seed of "
                                         "your function's own, whatever the caller's seed")
