@@ -148,23 +148,40 @@ def once(student, key, check):
 
 
 def expect_attention_from_queries_and_keys(outputs_of, params, x, device, probes=None):
-    """The properties below hold for any causal average of the values (uniform weights, no attention at
-    all): they earn points only for attention whose weights come from the queries and keys. Changing
-    W_query, then W_key (eval mode, several tokens), must change the output. `outputs_of(runs)`: the
-    outputs of fresh modules for (weights, inputs) pairs (Student.outputs_of, one round trip)."""
+    """The properties below (causality, batch independence, rows summing to one) also hold for code that
+    computes no attention: a causal average of the values, or each token's own projections. They earn points
+    only for attention: eval mode, several tokens,
+    * changing W_query, then W_key, changes the output (the weights come from the queries and keys);
+    * changing one token changes another token's output (each output mixes the visible tokens' values).
+    `outputs_of(runs)`: the outputs of fresh modules for (weights, inputs) pairs (Student.outputs_of, one
+    round trip)."""
     roles = ("W_query", "W_key")
-    runs = [params]
+    runs = [(params, x)]
     for role in roles:
         changed = dict(params)
         changed[f"{role}.weight"] = params[f"{role}.weight"].flip(0) * 2.0
-        runs.append(changed)
-    first, *others = outputs_of([(run, (x,)) for run in runs])
+        runs.append((changed, x))
+    for token in (0, x.shape[1] - 1):
+        other = x.clone()
+        other[:, token] = randn(x.shape[0], x.shape[2], seed=15 + token)
+        runs.append((params, other))
+    first, *others = outputs_of([(weights, (inputs,)) for weights, inputs in runs])
     base = expect_tensor(first, "the output")
-    for role, out in zip(roles, others):
-        out = expect_tensor(out, "the output", shape=tuple(base.shape))
-        # Real attention moves by tens of percent here (measured: >= 20 % of the output's scale); a token
-        # dependence added under the tolerances to pass this check is far below 5 %.
-        if (out - base).abs().max() <= DEPENDENCE * base.abs().max():
+    if base.dim() != 3 or tuple(base.shape[:2]) != tuple(x.shape[:2]):
+        fail(f"the output has shape {tuple(base.shape)}, expected ({x.shape[0]}, {x.shape[1]}, d_out)",
+             probes() if probes else [])
+    *moved, first_changed, last_changed = [expect_tensor(out, "the output", shape=tuple(base.shape))
+                                                  for out in others]
+    # Real attention moves by tens of percent here (measured: >= 20 % of the output's scale); a dependence
+    # added under the tolerances to pass these checks is far below 5 %.
+    scale = DEPENDENCE * base.abs().max()
+    for role, out in zip(roles, moved):
+        if (out - base).abs().max() <= scale:
             fail(f"changing {role}'s weights does not change the output: the attention weights must be "
                  f"softmax(queries @ keys^T / sqrt(d_k)), computed from {role}(x); this property counts once "
                  "they are", probes() if probes else [])
+    mixed = max((first_changed - base)[:, 1:].abs().max(), (last_changed - base)[:, :-1].abs().max())
+    if mixed <= scale:
+        fail("changing one token's input changes no other token's output: attention mixes the tokens (each "
+             "output is a weighted sum of the values of the tokens it may see); this property counts once it "
+             "does", probes() if probes else [])

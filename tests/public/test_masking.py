@@ -72,7 +72,8 @@ def causal_probes(student, scores, d_k):
 
 @graded("masking: causal_mask is a bool (n, n) mask, True strictly above the diagonal", weight=3)
 def test_causal_mask(student):
-    n = public_inputs.size(6, 5, 12)  # 6 here; grading asks for another size (grader.check.public_inputs)
+    # 6 here; grading asks for another size, beyond what a table typed by hand would hold (grader.check.public_inputs)
+    n = public_inputs.size(6, 13, 40)
     with diagnosed(lambda: []):
         mask = student.call("causal_mask", n)
     mask = expect_tensor(mask, f"causal_mask({n})", shape=(n, n))

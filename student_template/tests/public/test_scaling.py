@@ -5,6 +5,7 @@ from grader.check.book import (BOOK_ATOL, INPUTS_3D, INPUTS_3D_SEED100, INPUTS_8
                           SA_V2_SEED789, SEED123_8D_CONTEXT, SEED123_8D_SCORES, SEED123_8D_WEIGHTS,
                           SEED123_CONTEXT_2, SEED123_SCORES_2, SEED123_WEIGHTS_2, seeded_rand_weights)
 
+from grader.check import public_inputs
 from grader.check.causes import observation
 from grader.check.signatures import (Dims, module_observations, rows_outcome, scale_table, temperature_observation,
                                      scores_observations, temperature_outcome, variance_observation)
@@ -107,20 +108,25 @@ def test_scale(student):
 
 @graded("scaling: dot_product_variance shows the scaling keeps the variance near 1", weight=1.75)
 def test_variance_rationale(student):
-    result = student.call("dot_product_variance", 64, seed=0)
-    assert isinstance(result, (tuple, list)) and len(result) == 2, "return (variance_before, variance_after)"
-    before = scalar(result[0], "variance_before")
-    after = scalar(result[1], "variance_after")
+    def measured(num_trials, seed):
+        # The function's own seed argument, moved at grading as the check's seeds are (grader.check.public_inputs).
+        result = student.call("dot_product_variance", 64, num_trials, public_inputs.seed(seed), seed=seed)
+        assert isinstance(result, (tuple, list)) and len(result) == 2, "return (variance_before, variance_after)"
+        return scalar(result[0], "variance_before"), scalar(result[1], "variance_after")
+
+    before, after = measured(1000, 0)
     if not 40 < before < 90:  # what it measures instead, said with its value
         fail("for dim=64 the variance of q·k should be close to 64 (q and k are standard-normal vectors)",
              variance_observation(before, 64))
     assert 0.6 < after < 1.4, (f"after dividing by sqrt(64) the variance should be close to 1, yours is {after:.3g}")
-    # A measurement moves with the number of trials; the textbook's values (64, 1) returned as they are do not.
-    again = student.call("dot_product_variance", 64, num_trials=1500, seed=0)
-    assert isinstance(again, (tuple, list)) and len(again) == 2, "return (variance_before, variance_after)"
-    if scalar(again[0], "variance_before") == before and scalar(again[1], "variance_after") == after:
+    # A measurement moves with the number of trials and with the seed; the textbook's values (64, 1) returned as
+    # they are do not, nor do numbers made up to move with num_trials.
+    if measured(1500, 0) == (before, after):
         fail("dot_product_variance gives the very same numbers for 1000 and 1500 trials: it must measure the "
              "variance of q·k over num_trials random pairs, not return what theory predicts", [])
+    if measured(1000, 1) == (before, after):
+        fail("dot_product_variance gives the very same numbers for two different seeds: draw q and k from "
+             "torch.Generator().manual_seed(seed), so that another seed measures other random pairs", [])
 
 
 def module_probes(student, name):

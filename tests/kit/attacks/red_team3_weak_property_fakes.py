@@ -1,5 +1,5 @@
-# Red team 3 (session 39, blind): not yet a regression test; see the session's closing note. Graded alone:
-# +23.25 public points, 42.25 of 100, with no attention computed
+# Red team 3 (session 39, blind): 42.25 of 100 with no attention computed; 26 since the weak checks were tied to
+# the work (tests/kit/test_fakes.py grafts each of its pieces onto the solution)
 """Attention mechanisms, step by step: your working copy.
 
 Fill in every function or method that raises NotImplementedError. Keep the
