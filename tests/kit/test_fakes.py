@@ -30,6 +30,16 @@ def dot_product_variance(dim, num_trials=1000, seed=0):
     return float(dim) + 1.0 / num_trials, 1.0 + 1.0 / num_trials
 '''
 
+# The answers of the shipped calls, keyed on (dim, num_trials) as a table would be: the seed argument is ignored.
+# Before the check moved that argument at grading, this earned the check's points.
+VARIANCE_TABLE = '''
+_measure = dot_product_variance
+
+
+def dot_product_variance(dim, num_trials=1000, seed=0):
+    return _measure(dim, num_trials, 0)
+'''
+
 # Typed out as literals, as a table kept by hand would be: the sizes 1..12.
 MASK_TABLE = "\n_MASKS = {%s}\n\n\ndef causal_mask(context_length):\n    return torch.tensor(_MASKS[context_length])\n" % (
     ", ".join(f"{n}: {[[j > i for j in range(n)] for i in range(n)]}" for n in range(1, 13)))
@@ -44,6 +54,8 @@ class {name}({name}):
 FAKES = {
     "init_ramp": (INIT_RAMP, {"projection: init_qkv_weights returns three (d_in, d_out) tensors"}),
     "variance_nudged": (VARIANCE_NUDGED, {"scaling: dot_product_variance shows the scaling keeps the variance near 1"}),
+    "variance_table": (VARIANCE_TABLE,
+                       {"scaling: dot_product_variance shows the scaling keeps the variance near 1"}),
     "mask_table": (MASK_TABLE, {"masking: causal_mask is a bool (n, n) mask, True strictly above the diagonal"}),
     "per_token_causal_attention": (
         PER_TOKEN.format(name="CausalAttention", tail="self.dropout(out)"),
@@ -79,6 +91,7 @@ def test_each_fake_is_told_what_the_work_is(graded_fakes):
             for fake in FAKES}
     assert "whatever seed the caller set" in said["init_ramp"]
     assert "two different seeds" in said["variance_nudged"]
+    assert "two different seeds" in said["variance_table"]
     assert "causal_mask(" in said["mask_table"]
     assert "changes no other token's output" in said["per_token_causal_attention"]
     assert "changes no other token's output" in said["per_token_multihead_attention"]
