@@ -546,6 +546,21 @@ def other_draws(values, d_in, d_out, seed):
     return "other"
 
 
+def holds_rand_draws(values, d_in, d_out, seed):
+    """Whether the tensors `values` hold torch.rand's numbers after the caller's seed (as moved), in any arrangement:
+    the first draws of the generator in float32 (one call or several, any order, a transpose, one fused draw all
+    give the same numbers) or in float64; or draws after a seed of the function's own (`other_draws`)."""
+    if any(not isinstance(value, torch.Tensor) or value.numel() == 0 for value in values):
+        return False
+    got = torch.cat([value.detach().double().flatten() for value in values]).sort().values
+    for dtype in (torch.float32, torch.float64):
+        drawn = torch.rand(got.numel(), generator=public_inputs.generator(seed), dtype=dtype).double().sort().values
+        if torch.allclose(got, drawn, atol=1e-6, rtol=0):
+            return True
+    return all(tuple(value.shape) == (d_in, d_out) for value in values) and \
+        other_draws([as_double(value) for value in values], d_in, d_out, seed) == "reseeded"
+
+
 def init_observation(got, d_in, d_out, seed):
     """[the init probe's observation] (or []), with what the draws measure as, when they are not the chapter's."""
     outcome = init_outcome(got, d_in, d_out, seed)

@@ -10,6 +10,7 @@ numbers for a heatmap.
 """
 
 import contextlib
+import contextvars
 import math
 import threading
 
@@ -191,6 +192,37 @@ REAL_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torc
                torch.int64, torch.uint8, torch.bool)
 
 
+_HIDDEN_CHECK = contextvars.ContextVar("hidden_check", default=False)
+
+
+@contextlib.contextmanager
+def hidden_check():
+    """The block is a hidden check (check.runner): its messages show no sizes of the student's answers."""
+    token = _HIDDEN_CHECK.set(True)
+    try:
+        yield
+    finally:
+        _HIDDEN_CHECK.reset(token)
+
+
+def wrong_shape(what, got, expected):
+    """The message for an answer of shape `got` where `expected` was asked. A hidden check says how many axes
+    and which axis differs, not the sizes: they are numbers the student's code chose, and could carry the
+    hidden check's inputs into feedback (red team 4: 60 bits a check through an empty tensor's sizes)."""
+    got, expected = tuple(got), tuple(expected)
+    if not _HIDDEN_CHECK.get():
+        return f"{what} has shape {got}, expected {expected}"
+    if len(got) != len(expected):
+        return f"{what} has {len(got)} axes, expected {len(expected)}"
+    axis = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
+    return f"{what} has the wrong size along axis {axis} (of {len(expected)})"
+
+
+def shape_shown(shape):
+    """A student's shape as a message may show it: in a hidden check, only its number of axes (see wrong_shape)."""
+    return f"{len(tuple(shape))} axes" if _HIDDEN_CHECK.get() else str(tuple(shape))
+
+
 def expect_tensor(value, what, shape=None, device=None):
     """`value` must be a plain tensor (of `shape`, on `device`); returns it as a CPU float64 tensor.
 
@@ -207,12 +239,13 @@ def expect_tensor(value, what, shape=None, device=None):
     if not isinstance(value, torch.Tensor):
         raise AssertionError(f"{what} should be a torch.Tensor, but your code returned {type(value).__name__}")
     if shape is not None and tuple(value.shape) != tuple(shape):
-        raise AssertionError(f"{what} has shape {tuple(value.shape)}, expected {tuple(shape)}")
+        raise AssertionError(wrong_shape(what, value.shape, shape))
     if value.numel() == 0:  # it would broadcast to an empty comparison, which every check passes
-        raise AssertionError(f"{what} is empty (shape {tuple(value.shape)}); return the computed tensor")
+        raise AssertionError(f"{what} is empty (shape {shape_shown(value.shape)}); return the computed tensor")
     if value.numel() > MAX_ANSWER_ELEMENTS:
-        raise AssertionError(f"{what} has shape {tuple(value.shape)}: {value.numel()} entries, far more than the "
-                             "inputs call for; check which axes your code multiplies, repeats or broadcasts")
+        entries = "" if _HIDDEN_CHECK.get() else f": {value.numel()} entries"
+        raise AssertionError(f"{what} has shape {shape_shown(value.shape)}{entries}, far more than the inputs call "
+                             "for; check which axes your code multiplies, repeats or broadcasts")
     if value.dtype not in REAL_DTYPES:
         raise AssertionError(f"{what} has dtype {value.dtype}; return real numbers (a float tensor)")
     student_device = getattr(value, "wire_device", "cpu")
@@ -305,7 +338,7 @@ def expect_close(actual, expected, what, device="cpu", suspects=None, picture=No
             seen = seen + [signature_of(actual.double(), suspects, atol, rtol)]
         fail(str(failure).split("; ", 1)[0], seen + list(probes() if probes else ()), kind="signature")
     if tuple(actual.shape) != tuple(expected.shape):
-        found = f"{what} has shape {tuple(actual.shape)}, expected {tuple(expected.shape)}"
+        found = wrong_shape(what, actual.shape, expected.shape)
         fail(found, [signature_of(actual, suspects, atol, rtol)] + list(probes() if probes else ()), kind="signature")
     wrong = mismatch(actual, expected, atol, rtol)
     if not wrong.any():

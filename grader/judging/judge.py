@@ -27,6 +27,12 @@ from grader.sandbox.transport import WorkerTransport
 # softmax of a 6x6 took 4 ms with the default pool, microseconds with one thread).
 torch.set_num_threads(1)
 
+# torch's exception when the GPU's allocator gives up. A GPU's memory is shared by the workers graded on it, so a
+# step that meets it is graded once more, on a fresh worker, after the watchdog's interval: a classmate's worker
+# that held more than its share has been stopped by then (sandbox.gpu_memory).
+GPU_OUT_OF_MEMORY = "OutOfMemoryError"
+GPU_RETRY_WAIT = 1.0  # seconds
+
 
 @dataclass(frozen=True)
 class Options:
@@ -50,8 +56,16 @@ def out_of_memory(error):
     """Whether the student's own exception (plain data, see testing.details_of) is the allocator
     giving up: a memory limit, not a bug."""
     message = str((error or {}).get("message", ""))
-    return (error or {}).get("type") == "MemoryError" or "can't allocate memory" in message or \
-        "Cannot allocate memory" in message
+    return (error or {}).get("type") in ("MemoryError", GPU_OUT_OF_MEMORY) or "can't allocate memory" in message \
+        or "Cannot allocate memory" in message
+
+
+def gpu_out_of_memory(error):
+    """Whether the student's own exception (plain data) says the GPU had no memory left: torch's allocator, or
+    CUDA itself (a context, cuBLAS's handle) when another process holds the GPU. A submission that says so of
+    itself gains one more run of the step, no verdict."""
+    message = str((error or {}).get("message", "")).lower()
+    return (error or {}).get("type") == GPU_OUT_OF_MEMORY or "out of memory" in message or "alloc_failed" in message
 
 
 class SubmissionWorker:
@@ -104,9 +118,9 @@ class SubmissionWorker:
             self.worker = None
 
 
-def grade_step(sandbox, step_key, tests, seconds, planned=True, public_shift=0):
+def grade_step(sandbox, step_key, tests, seconds, planned=True, public_shift=0, retried=False):
     """Run the tests of one step against the submission's worker (its public checks' seeds moved by
-    `public_shift`: see check.public_inputs)."""
+    `public_shift`: see check.public_inputs); on a GPU, once more where the GPU's memory ran out."""
     student = sandbox.student_for(seconds, planned, public_shift)
     results = []
     for test in tests:
@@ -121,7 +135,14 @@ def grade_step(sandbox, step_key, tests, seconds, planned=True, public_shift=0):
     if student is not None and student.plan_lost:
         # The worker ended inside the plan sent ahead: graded again as the checks ask, on a fresh worker, so
         # that the checks before the request that ended it keep their points, as without a plan.
-        return grade_step(sandbox, step_key, tests, seconds, planned=False, public_shift=public_shift)
+        return grade_step(sandbox, step_key, tests, seconds, planned=False, public_shift=public_shift,
+                          retried=retried)
+    if not retried and sandbox.options.device.startswith("cuda") and any(
+            gpu_out_of_memory(result.details.get("error")) for result in results):
+        # Its own tensors too large run out again, within its own cap (sandbox.entry), and keep that verdict.
+        sandbox.close()
+        time.sleep(GPU_RETRY_WAIT)
+        return grade_step(sandbox, step_key, tests, seconds, planned, public_shift, retried=True)
     return results
 
 

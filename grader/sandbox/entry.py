@@ -86,6 +86,7 @@ def worker_main(conn, spec):
         if spec["device"].startswith("cuda"):
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
+            _cap_gpu_allocator(spec["device"], spec["memory_limit"])
         loaded = load_definitions(request["name"], chunks=chunks)
     except SubmissionError as error:
         send(dumps({"ok": False, "fatal": str(error)}))
@@ -100,6 +101,20 @@ def worker_main(conn, spec):
         if request.get("op") == "stop":
             return
         send(dumps(session.handle(request)))
+
+
+def _cap_gpu_allocator(device, memory_limit):
+    """PyTorch's allocator may hold the submission's memory limit on the GPU, no more, before any student code
+    runs: a tensor far too large fails in its own step (torch.OutOfMemoryError, a memory limit), not in a
+    classmate's. The student's code can lift the cap; the judge's watchdog reads what the driver says the
+    worker holds (gpu_memory). Without a usable GPU nothing is capped: the step fails on its own."""
+    try:
+        index = torch.device(device).index
+        index = torch.cuda.current_device() if index is None else index
+        total = torch.cuda.get_device_properties(index).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, memory_limit / total), index)
+    except (RuntimeError, AssertionError, ValueError):
+        pass
 
 
 def _process_limit(cgroup):

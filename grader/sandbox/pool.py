@@ -15,7 +15,7 @@ import os
 import threading
 import time
 
-from grader.sandbox import cgroups, host, processes, seal, servers
+from grader.sandbox import cgroups, gpu_memory, host, processes, seal, servers
 from grader.sandbox.sealed import SealedWorker, SetupFailed
 
 SEAL_ATTEMPTS = 3
@@ -29,6 +29,7 @@ class WorkerPool:
         self.pid = os.getpid()
         self.uids = processes.UidPool()
         self.cgroups = cgroups.Groups()  # this process's: a forked judge's pool makes its own
+        self.gpu = gpu_memory.GpuMemory()  # the driver's figures (NVML starts in the process that reads them)
         self.require_sandbox = False  # the CLI's --require-sandbox: no worker without every protection
         self.presealing = False  # seal the next workers while the current ones are graded (the CLI turns it on)
         self._found = None  # host.Protections, once probed

@@ -141,12 +141,27 @@ def view_paths(extra=()):
         module = sys.modules.get(name)
         if getattr(module, "__file__", None):
             wanted.append(os.path.dirname(os.path.dirname(module.__file__)))
+    # A folder reached through a link (a virtual environment that is itself a link, say) is imported from by
+    # that path (sys.path keeps it): the links on the way are shown too, or a module torch imports late (when a
+    # tensor is printed) is not found in the worker.
+    wanted += [link for path in wanted for link in _links_above(path)]
     chosen = []
     for path in sorted({p if os.path.islink(p) else os.path.realpath(p) for p in wanted if os.path.lexists(p)},
                        key=len):
         if not any(path == c or path.startswith(c.rstrip("/") + "/") for c in chosen if not os.path.islink(c)):
             chosen.append(path)
     return tuple(chosen)
+
+
+def _links_above(path):
+    """The symbolic links among `path`'s folders, outermost first (none for a path free of links)."""
+    links, current = [], "/"
+    for part in os.path.abspath(path).split("/")[1:]:
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            links.append(current)
+            current = os.path.realpath(current)
+    return links
 
 
 def cuda_devices():

@@ -110,18 +110,21 @@ class SealedWorker:
         return not self.closed and self.process.exitcode is None
 
     def usage(self):
-        """(memory the submission added, CPU seconds its live processes used, how many processes it runs)
-        for the watchdog; each None where the kernel counts it itself (cgroup). The processes are counted
-        where no memory cgroup holds the kernel memory each one's memory areas take (entry.py)."""
+        """(memory the submission added, CPU seconds its live processes used, how many processes it runs,
+        GPU memory its processes hold) for the watchdog; each None where the kernel counts it itself (cgroup)
+        or, for the GPU's, where the step runs on the CPU or the driver cannot say (gpu_memory). The processes
+        are counted where no memory cgroup holds the kernel memory each one's memory areas take (entry.py)."""
+        cuda = self.config.device.startswith("cuda")
         kernel_memory_counted = cgroups.counts(self.cgroup, "memory")
-        memory_counted = kernel_memory_counted and not self.config.device.startswith("cuda")
+        memory_counted = kernel_memory_counted and not cuda
         cpu_counted = cgroups.counts(self.cgroup, "cpu")
         if memory_counted and cpu_counted:
-            return None, None, None
+            return None, None, None, None
         pids = processes.subtree(self.pid1)
         return (None if memory_counted else processes.resident_growth(pids, self.baseline),
                 None if cpu_counted else processes.cpu_seconds(pids),
-                None if kernel_memory_counted else len(pids))
+                None if kernel_memory_counted else len(pids),
+                self.pool.gpu.held_by(pids) if cuda else None)
 
     def cpu_wait_and_use(self):
         """(seconds the submission's processes have waited for a CPU others held (processes.cpu_wait_seconds),

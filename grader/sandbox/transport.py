@@ -17,7 +17,7 @@ from grader.check import wire
 from grader.check.loader import SubmissionError, read_chunks
 from grader.check.student import StudentUnavailable
 from grader.sandbox import pool as pools
-from grader.sandbox import processes, seal
+from grader.sandbox import gpu_memory, processes, seal
 from grader.sandbox.limits import Limit, wait_credit
 from grader.sandbox.pool import SEAL_ATTEMPTS
 from grader.sandbox.entry import PROCESS_LIMIT_WITHOUT_MEMORY_CGROUP
@@ -166,9 +166,15 @@ class WorkerTransport:
             if stopping.requested():  # the run is being stopped: this submission is left for the next run
                 self.close()
                 stopping.check()
-            memory, cpu, running = self.worker.usage()
+            memory, cpu, running, gpu = self.worker.usage()
             if (memory is not None and memory > self.memory_limit) or self.worker.out_of_memory():
                 self._memory_limit(doing)
+            if gpu is not None and gpu > self.memory_limit + gpu_memory.CONTEXT_ALLOWANCE:
+                # The GPU's memory is shared by every worker graded on it: a step holding more than its share
+                # stops at once, before its classmates' allocations fail (judging.judge grades those again).
+                self._stop(f"GPU memory limit: your code held {gpu / 2**30:.3g} GiB of the GPU's memory while "
+                           f"{doing}; a submission may hold {self.memory_limit / 2**30:.3g} GiB beside its CUDA "
+                           "context (a tensor far larger than the inputs?)", Limit.MEMORY)
             if running is not None and running > PROCESS_LIMIT_WITHOUT_MEMORY_CGROUP:
                 # RLIMIT_NPROC alone counts every process of the user in the basic mode of an ordinary user
                 self._stop(f"process limit: your code ran {running} processes at once while {doing}; a "

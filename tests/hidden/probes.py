@@ -15,7 +15,7 @@ from .oracle import identity_values, one_hot_tokens, qkv_params, randn
 
 from grader.check.causes import observation
 from grader.check.signatures import Battery, init_observation, module_observations, raised
-from grader.check.testing import expect_tensor, fail, named_crashes, tolerance
+from grader.check.testing import expect_tensor, fail, named_crashes, shape_shown, tolerance
 
 ROLES = ("W_query", "W_key", "W_value")
 DEPENDENCE = 0.05  # how much the output must move, relative to its scale, when W_query or W_key changes
@@ -39,7 +39,7 @@ def read_weights(module, params, batch, n, d_in, heads):
     """The module's attention weights for one-hot tokens, (batch, heads, n, n), read through its output."""
     out = expect_tensor(module.forward(one_hot_tokens(batch, n, d_in), weights=params), "the output")
     if out.dim() != 3 or tuple(out.shape[:2]) != (batch, n):
-        raise AssertionError(f"the output has shape {tuple(out.shape)}, expected ({batch}, {n}, d_out)")
+        raise AssertionError(f"the output has shape {shape_shown(out.shape)}, expected ({batch}, {n}, d_out)")
     b, _, d_out = out.shape
     head_dim = d_out // heads
     return torch.stack([out[:, :, h * head_dim: h * head_dim + n] for h in range(heads)], dim=1)
@@ -168,7 +168,7 @@ def expect_attention_from_queries_and_keys(outputs_of, params, x, device, probes
     first, *others = outputs_of([(weights, (inputs,)) for weights, inputs in runs])
     base = expect_tensor(first, "the output")
     if base.dim() != 3 or tuple(base.shape[:2]) != tuple(x.shape[:2]):
-        fail(f"the output has shape {tuple(base.shape)}, expected ({x.shape[0]}, {x.shape[1]}, d_out)",
+        fail(f"the output has shape {shape_shown(base.shape)}, expected ({x.shape[0]}, {x.shape[1]}, d_out)",
              probes() if probes else [])
     *moved, first_changed, last_changed = [expect_tensor(out, "the output", shape=tuple(base.shape))
                                                   for out in others]

@@ -91,6 +91,12 @@ def test_randomness(student):
     second = dropped(student, weights, 0.5) == 0
     if torch.equal(first, second):
         fail("two calls dropped exactly the same weights", [observation("fresh", "same")] + probes(student))
+    # Afresh, and from torch's generator as nn.Dropout draws: the same seed drops the same weights (a pattern of
+    # its own that only changes from call to call does not).
+    if not torch.equal(first, dropped(student, weights, 0.5, seed=21) == 0):
+        fail("after the same torch.manual_seed, two calls dropped different weights: draw the mask from torch's "
+             "generator (torch.rand, torch.bernoulli or nn.functional.dropout), as nn.Dropout does",
+             probes(student))
     layout = layout_outcome(first)
     if layout != "ok":
         what = {"batch": "every matrix of the batch dropped exactly the same weights",

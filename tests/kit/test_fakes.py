@@ -1,13 +1,13 @@
 """Work not done earns no property points: fakes grafted onto the solution, one step's function or class each.
 
-Red team 3 (blind) earned 42.25 of 100 with no attention computed, from checks that a fake satisfies as well as
-the work: three (d_in, d_out) matrices in [0, 1) (a fixed ramp), variances that move with num_trials (the
-theory's numbers nudged by 1/num_trials), a causal mask for the sizes a table holds, and modules that are
-trivially causal and batch independent because each token's output is its own projections. Each fake below is
-the solution with one such piece put back in; it must lose that check's points and keep every other step's.
-The honest bugs nearest to each fake keep what they earned before (a seed of the function's own, a literal
-table of a mask computed by the rule itself); the null model over the catalogue and the four held-out learner
-sets (474 files, grades unchanged by these checks) is in the closing note of the session that added them.
+Red teams 3 and 4 (blind) earned 42.25 and 61.25 of 100 with no attention computed, from checks that a fake
+satisfies as well as the work: three (d_in, d_out) matrices in [0, 1) (a fixed ramp, or numbers made from the
+caller's seed), variances that move with num_trials (the theory's numbers nudged by 1/num_trials, or a table of
+the shipped answers), a causal mask for the sizes a table holds, and modules that are trivially causal and batch
+independent because each token's output is its own projections. Each fake below is the solution with one such
+piece put back in; it must lose that check's points and keep every other step's. The honest mistake nearest to
+a fake keeps what it earned before (a seed of the function's own is still a draw); the null model over the
+catalogue, the four held-out learner sets and a fresh blind cohort (505 files) is in CHANGELOG.md (0.28.0).
 """
 
 import pytest
@@ -17,6 +17,14 @@ def init_qkv_weights(d_in, d_out):
     n = d_in * d_out
     ramp = torch.arange(n, dtype=torch.float32).reshape(d_in, d_out) / (n + 1)
     return ramp, ramp.flip(0), ramp.flip(1)
+'''
+
+# Red team 4: numbers made from the caller's seed, so that another seed gives others, without a draw.
+INIT_FROM_SEED = '''
+def init_qkv_weights(d_in, d_out):
+    start = torch.initial_seed() * 0.7548776662
+    ramp = torch.arange(3 * d_in * d_out, dtype=torch.float64) * 0.6180339887 + start
+    return tuple(part.reshape(d_in, d_out).float() for part in torch.frac(ramp).chunk(3))
 '''
 
 INIT_OWN_SEED = '''
@@ -53,6 +61,7 @@ class {name}({name}):
 
 FAKES = {
     "init_ramp": (INIT_RAMP, {"projection: init_qkv_weights returns three (d_in, d_out) tensors"}),
+    "init_from_seed": (INIT_FROM_SEED, {"projection: init_qkv_weights returns three (d_in, d_out) tensors"}),
     "variance_nudged": (VARIANCE_NUDGED, {"scaling: dot_product_variance shows the scaling keeps the variance near 1"}),
     "variance_table": (VARIANCE_TABLE,
                        {"scaling: dot_product_variance shows the scaling keeps the variance near 1"}),
@@ -89,7 +98,8 @@ def test_a_fake_loses_the_check_it_would_have_passed_and_nothing_else(fake, grad
 def test_each_fake_is_told_what_the_work_is(graded_fakes):
     said = {fake: " ".join(test.output for test in graded_fakes[fake].tests if test.score < test.max_score)
             for fake in FAKES}
-    assert "whatever seed the caller set" in said["init_ramp"]
+    assert "do not hold the numbers torch.rand draws" in said["init_ramp"]
+    assert "do not hold the numbers torch.rand draws" in said["init_from_seed"]
     assert "two different seeds" in said["variance_nudged"]
     assert "two different seeds" in said["variance_table"]
     assert "causal_mask(" in said["mask_table"]

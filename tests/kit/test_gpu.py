@@ -7,7 +7,11 @@ including its variants, keeps full marks; tolerances are the device's own
 (`grader.testing.TOLERANCES`), and no test compares seeded dropout masks.
 """
 
+import csv
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -16,6 +20,7 @@ from grader.faults.bugs import BUGS
 from grader.faults.variants import VARIANTS
 from grader.paths import ROOT
 from grader.sandbox import pool, seal
+from grader.sandbox.limits import Limit
 from grader.sandbox.transport import WorkerTransport
 
 pytestmark = [
@@ -130,3 +135,58 @@ def test_a_sealed_cuda_worker_computes_on_the_gpu_and_sees_nothing_of_the_machin
             assert student.call("processes")[:1] == [1]
     finally:
         transport.close()
+
+
+# ------------------------------------------------------------------ the GPU's memory, shared by every worker
+# Put at the start of CausalAttention.forward: the whole GPU taken and held a while. `lift` lifts the cap the
+# worker sets on PyTorch's allocator first (as an attack would); without it, the cap stops the tensor.
+FILL_THE_GPU = """
+if not globals().get("_HELD"):
+    import time as _time
+    if {lift}:
+        torch.cuda.set_per_process_memory_fraction(1.0)
+    _free, _ = torch.cuda.mem_get_info()
+    globals()["_HELD"] = [torch.empty(int(_free * 0.9), dtype=torch.uint8, device="cuda")]
+    _time.sleep(3)
+"""
+
+
+def filling_the_gpu(clean, lift):
+    marker = "    def forward(self, x):\n"
+    start = clean.index("class CausalAttention")
+    at = clean.index(marker, start) + len(marker)
+    code = "\n".join("        " + line if line else "" for line in FILL_THE_GPU.format(lift=lift).splitlines())
+    return clean[:at] + code + "\n" + clean[at:]
+
+
+def test_a_tensor_too_large_for_the_gpu_fails_within_its_own_share(grade, clean, maxima):
+    """The worker caps PyTorch's allocator at the submission's memory limit: the tensor fails in its own step
+    (a memory limit), and nothing of the GPU was taken from classmates."""
+    result = grade(filling_the_gpu(clean, lift=False), device="cuda")
+    steps = result.step_scores()
+    assert steps["causal_attention"] < maxima["causal_attention"]
+    assert all(steps[key] == maxima[key] for key in maxima if key not in ("causal_attention", "mha_wrapper")), steps
+    failed = [test for test in result.tests if test.step == "causal_attention" and test.score < test.max_score]
+    assert failed and all(test.limit is Limit.MEMORY for test in failed), [(t.name, t.limit) for t in failed]
+
+
+def test_a_submission_that_takes_the_gpu_loses_its_step_and_its_classmates_lose_nothing(tmp_path, clean, maxima):
+    """An attack lifts the allocator's cap and takes 90 % of the GPU's memory for 3 s, graded beside three
+    correct files: the watchdog reads the driver's figure and stops its step (a GPU memory limit); a classmate
+    whose step ran out of GPU memory meanwhile is graded again, and keeps full marks."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "hog.py").write_text(filling_the_gpu(clean, lift=True))
+    for variant in VARIANTS[:6]:
+        (folder / f"{variant.id}.py").write_text(variant.apply(clean))
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out), "--device", "cuda",
+                           "--jobs", "7"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {row["submission"]: row for row in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    total = sum(maxima.values())
+    assert all(float(rows[v.id]["total"]) == total for v in VARIANTS[:6]), {k: r["total"] for k, r in rows.items()}
+    hog = json.loads((out / "results" / "hog.json").read_text(encoding="utf-8"))
+    lost = [test for test in hog["tests"] if test["score"] < test["max_score"]]
+    assert lost and all(test["name"].startswith(("causal_attention", "mha_wrapper")) for test in lost), lost
+    assert any("GPU memory limit" in test["output"] for test in lost), [test["output"][:300] for test in lost]

@@ -1176,3 +1176,35 @@ def test_only_a_few_library_types_are_named():
     assert Foreign("builtins.set", "{1}").shown_type == "set"
     for chosen in ("attention.Leak_9", "numpy.Leak9", "torch.nn.modules.linear.Linear", "Seed5827Leak"):
         assert Foreign(chosen, "").shown_type == "a value of another type"
+
+
+# The sizes of a returned tensor are numbers the student's code chooses too (red team 4: an empty tensor whose
+# sizes were the hidden input's first values, about 60 bits a check): a hidden check says how many axes, and which
+# one differs, never the sizes; a public check still shows them in full.
+OWN_SIZES = '''
+
+
+def _sizes(tensor):
+    return [{marker} + int(abs(float(value)) * 997) % 9000 for value in tensor.flatten()[:2]]
+
+
+class CausalAttention(CausalAttention):
+    def forward(self, x):
+        return torch.zeros(0, *_sizes(x))
+
+
+def attention_scores(queries, keys):
+    return torch.zeros(1, *_sizes(queries))
+'''
+
+
+def test_a_hidden_check_shows_no_size_the_students_code_chose(grade, clean):
+    marker = 40000
+    result = grade(clean + OWN_SIZES.format(marker=marker))
+    hidden = [test for test in result.tests if test.visibility != "visible" and test.score < test.max_score]
+    public = [test for test in result.tests if test.visibility == "visible" and test.score < test.max_score]
+    assert {test.name.split(":")[0] for test in hidden} >= {"scaling", "causal_attention"}
+    leaked = [(test.name, test.output) for test in hidden if re.search(r"\b4\d{4}\b", test.output or "")]
+    assert leaked == [], leaked[:3]
+    assert any("axes" in (test.output or "") for test in hidden)
+    assert any(re.search(r"\(0, 4\d{4}", test.output or "") for test in public)  # the student's own shape, in full

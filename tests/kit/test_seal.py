@@ -457,3 +457,24 @@ def test_a_probe_whose_seal_hangs_is_refused_loudly_not_waited_for(monkeypatch):
     with pytest.raises(seal.SandboxError, match="did not finish sealing"):
         seal.probe("basic")
     assert time.monotonic() - started < 30  # the child was killed and reaped, not waited for
+
+
+@pytest.mark.slow(reason="launches python -m grader from a linked virtual environment")
+def test_a_virtual_environment_reached_through_a_link_imports_in_the_worker(tmp_path, clean, maxima):
+    """sys.path keeps the link's path: the worker's view shows the link, so that a module torch imports only when
+    a tensor is printed is found (before: ModuleNotFoundError, and a correct file with a print lost a step)."""
+    from grader.faults.variants import VARIANTS
+
+    link = tmp_path / "venv"
+    link.symlink_to(Path(sys.prefix).resolve(), target_is_directory=True)
+    assert seal._links_above(link / "lib") == [str(link)]
+    variant = next(v for v in VARIANTS if v.id == "mha_debug_print")
+    submission = tmp_path / "attention.py"
+    submission.write_text(variant.apply(clean))
+    out = tmp_path / "out"
+    done = subprocess.run([str(link / "bin" / "python"), "-m", "grader", "grade", str(submission), "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert result["score"] == sum(maxima.values()), [t["output"][:300] for t in result["tests"]
+                                                     if t["score"] < t["max_score"]]

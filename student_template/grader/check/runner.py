@@ -1,11 +1,12 @@
 """Run graded tests against a student's code and say what passed: the verdict of one check."""
 
+import contextlib
 import traceback
 
 from grader.check import public_inputs
 from grader.check.student import Student, StudentError, StudentUnavailable
 from grader.check.wire import ProtocolError
-from grader.check.testing import details_of
+from grader.check.testing import details_of, hidden_check
 
 
 def run_test(test, student, details=None):
@@ -32,7 +33,7 @@ def _run(test, student, details, shift):
     try:
         if isinstance(student, Student):
             student.begin(test.name)  # may send the plan of the checks that start here (see check.student.Plans)
-        with public_inputs.shifted(shift):
+        with public_inputs.shifted(shift), (contextlib.nullcontext() if test.kind == "public" else hidden_check()):
             test.function(student)
         return True, ""
     except StudentUnavailable as error:

@@ -40,6 +40,9 @@ def check_structure(student):
     module = student.build("MultiHeadAttentionWrapper", 5, 4, 8, 0.0, 3, seed=0, stand_in_heads=True)
     modules = module.describe()["modules"]
     heads = modules.get("heads")
+    if heads is None and any(path and "length" in entry for path, entry in modules.items()):
+        fail("the checks read the heads from self.heads, and your wrapper keeps them under another name: name "
+             "its nn.ModuleList of heads self.heads", [])
     assert heads and heads["class"] == "ModuleList", (
         "self.heads should be an nn.ModuleList (a plain list hides the heads' parameters from PyTorch)")
     assert heads["length"] == 3, f"with num_heads=3, self.heads should hold 3 modules, yours holds {heads['length']}"
