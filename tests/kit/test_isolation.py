@@ -33,13 +33,19 @@ ISOLATION = [pytest.param(False, id="same-uid")] + (
 ESCAPE = '''
 
 def _escape(heartbeat, target):
-    import ctypes, os, time
+    import ctypes, os, select, time
+    named, told = os.pipe()
     if os.fork():
+        # The step goes on only once the grandchild has its name (and a moment after, for the test's watch, which
+        # looks every 20 ms): on a busy machine it could otherwise be killed with the worker before it ever ran.
+        select.select([named], [], [], 10.0)
+        time.sleep(0.2)
         return
     os.setsid()
     if os.fork():
         os._exit(0)
     ctypes.CDLL(None).prctl(15, NAME.encode(), 0, 0, 0)  # PR_SET_NAME
+    os.write(told, b"x")
     for _ in range(100):
         try:
             open(heartbeat, "w").write(str(time.time()))
