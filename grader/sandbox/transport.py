@@ -172,9 +172,10 @@ class WorkerTransport:
             if gpu is not None and gpu > self.memory_limit + gpu_memory.CONTEXT_ALLOWANCE:
                 # The GPU's memory is shared by every worker graded on it: a step holding more than its share
                 # stops at once, before its classmates' allocations fail (judging.judge grades those again).
-                self._stop(f"GPU memory limit: your code held {gpu / 2**30:.3g} GiB of the GPU's memory while "
-                           f"{doing}; a submission may hold {self.memory_limit / 2**30:.3g} GiB beside its CUDA "
-                           "context (a tensor far larger than the inputs?)", Limit.MEMORY)
+                # The figure itself is not shown: how much memory it took is the student's code's to choose.
+                self._stop(f"GPU memory limit: your code held more than {self.memory_limit / 2**30:.3g} GiB of the "
+                           f"GPU's memory beside its CUDA context while {doing} (a tensor far larger than the "
+                           "inputs?)", Limit.MEMORY)
             if running is not None and running > PROCESS_LIMIT_WITHOUT_MEMORY_CGROUP:
                 # RLIMIT_NPROC alone counts every process of the user in the basic mode of an ordinary user
                 self._stop(f"process limit: your code ran {running} processes at once while {doing}; a "
