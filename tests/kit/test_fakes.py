@@ -48,6 +48,21 @@ def dot_product_variance(dim, num_trials=1000, seed=0):
     return _measure(dim, num_trials, 0)
 '''
 
+# Red team 4: a quasi-random pattern (a golden-ratio sequence) moved on at every call, ignoring torch's generator:
+# it drops a share p and rescales, afresh on every call, but the same seed does not drop the same weights.
+DROPOUT_COUNTER = '''
+_CALLS = [0]
+
+
+def attention_dropout(attn_weights, p, training=True):
+    if not training or p == 0:
+        return attn_weights
+    _CALLS[0] += 1
+    start = (_CALLS[0] * 104729 % 100003) * 0.7548776662466927
+    u = torch.frac(torch.arange(attn_weights.numel(), dtype=torch.float64) * 0.6180339887498949 + start)
+    return attn_weights * (u >= p).reshape(attn_weights.shape).to(attn_weights.dtype) / (1 - p)
+'''
+
 # Typed out as literals, as a table kept by hand would be: the sizes 1..12.
 MASK_TABLE = "\n_MASKS = {%s}\n\n\ndef causal_mask(context_length):\n    return torch.tensor(_MASKS[context_length])\n" % (
     ", ".join(f"{n}: {[[j > i for j in range(n)] for i in range(n)]}" for n in range(1, 13)))
@@ -65,6 +80,8 @@ FAKES = {
     "variance_nudged": (VARIANCE_NUDGED, {"scaling: dot_product_variance shows the scaling keeps the variance near 1"}),
     "variance_table": (VARIANCE_TABLE,
                        {"scaling: dot_product_variance shows the scaling keeps the variance near 1"}),
+    "dropout_counter": (DROPOUT_COUNTER,
+                        {"dropout: each weight is dropped independently and afresh on every call"}),
     "mask_table": (MASK_TABLE, {"masking: causal_mask is a bool (n, n) mask, True strictly above the diagonal"}),
     "per_token_causal_attention": (
         PER_TOKEN.format(name="CausalAttention", tail="self.dropout(out)"),
@@ -103,6 +120,7 @@ def test_each_fake_is_told_what_the_work_is(graded_fakes):
     assert "two different seeds" in said["variance_nudged"]
     assert "two different seeds" in said["variance_table"]
     assert "causal_mask(" in said["mask_table"]
+    assert "after the same torch.manual_seed" in said["dropout_counter"]
     assert "changes no other token's output" in said["per_token_causal_attention"]
     assert "changes no other token's output" in said["per_token_multihead_attention"]
 
