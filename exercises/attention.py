@@ -170,8 +170,8 @@ class CausalAttention(nn.Module):
 class MultiHeadAttentionWrapper(nn.Module):
     """`num_heads` independent `CausalAttention` heads whose outputs are concatenated.
 
-    Output `(b, n, num_heads * d_out)`. The checks read the chapter's attribute:
-    the heads in an `nn.ModuleList` named `heads`, one `CausalAttention` each.
+    Output `(b, n, num_heads * d_out)`. Keep the heads in an `nn.ModuleList`
+    (the chapter's `self.heads`), one `CausalAttention` each.
     """
 
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):

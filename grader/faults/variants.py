@@ -324,6 +324,30 @@ VARIANTS = [
         ),
     ),
     Mutation(
+        id="wrapper_heads_named_otherwise",
+        step="mha_wrapper",
+        cause="the nn.ModuleList of heads kept under a name of the student's own (a blind cohort's correct file)",
+        find=(
+            "        self.heads = nn.ModuleList(\n"
+            "            [\n"
+            "                CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)\n"
+            "                for _ in range(num_heads)\n"
+            "            ]\n"
+            "        )\n"
+            "\n"
+            "    def forward(self, x):\n"
+            "        return torch.cat([head(x) for head in self.heads], dim=-1)\n"
+        ),
+        replace=(
+            "        self.attention_heads = nn.ModuleList(\n"
+            "            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]\n"
+            "        )\n"
+            "\n"
+            "    def forward(self, x):\n"
+            "        return torch.cat([head(x) for head in self.attention_heads], dim=-1)\n"
+        ),
+    ),
+    Mutation(
         id="wrapper_concat_dim2",
         step="mha_wrapper",
         cause="head outputs concatenated with dim=2 (the last axis of (b, n, d_out))",
