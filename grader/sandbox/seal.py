@@ -470,10 +470,12 @@ def _build_view(policy, owner, root="/tmp"):
     covered by the new root's tmpfs) and bound through their descriptors; the private /tmp comes first, so
     that a view path under /tmp (a venv in /tmp/ci) is bound on top of it instead of hidden by it."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    sources = {}
+    sources, links = {}, {}
     try:
-        for path in policy.view:
-            if not os.path.islink(path):
+        for path in policy.view:  # links are read now too: one under /tmp is covered like the sources
+            if os.path.islink(path):
+                links[path] = os.readlink(path)
+            else:
                 sources[path] = (os.open(path, os.O_PATH | os.O_CLOEXEC), os.path.isdir(path))
         _mount("sandbox", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")
         os.mkdir(root + "/tmp")
@@ -481,9 +483,9 @@ def _build_view(policy, owner, root="/tmp"):
                f"size={policy.tmp_bytes},nr_inodes={policy.tmp_inodes},mode=0700,uid={owner},gid={owner}")
         for path in policy.view:
             target = root + path
-            if path not in sources:  # /lib -> usr/lib on merged-/usr systems
+            if path in links:  # /lib -> usr/lib on merged-/usr systems; a virtual environment's link
                 os.makedirs(os.path.dirname(target), exist_ok=True)
-                os.symlink(os.readlink(path), target)
+                os.symlink(links[path], target)
                 continue
             descriptor, directory = sources[path]
             _bind_read_only(f"/proc/self/fd/{descriptor}", target, directory, os.fstatvfs(descriptor))

@@ -462,7 +462,8 @@ def test_a_probe_whose_seal_hangs_is_refused_loudly_not_waited_for(monkeypatch):
 @pytest.mark.slow(reason="launches python -m grader from a linked virtual environment")
 def test_a_virtual_environment_reached_through_a_link_imports_in_the_worker(tmp_path, clean, maxima):
     """sys.path keeps the link's path: the worker's view shows the link, so that a module torch imports only when
-    a tensor is printed is found (before: ModuleNotFoundError, and a correct file with a print lost a step)."""
+    a tensor is printed is found (before: ModuleNotFoundError, and a correct file with a print lost a step), in
+    the machine's own sandbox mode (the link is read before the view's root covers /tmp, where this one is)."""
     from grader.faults.variants import VARIANTS
 
     link = tmp_path / "venv"
@@ -475,6 +476,9 @@ def test_a_virtual_environment_reached_through_a_link_imports_in_the_worker(tmp_
     done = subprocess.run([str(link / "bin" / "python"), "-m", "grader", "grade", str(submission), "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+    # In this machine's own mode: a link under /tmp, read after the view's root covered /tmp, once made every
+    # namespace mode fail here, and the run fell back to the basic mode.
+    assert f"sandbox: {pool.current().protections().mode} mode" in done.stderr, done.stderr[-2000:]
     result = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert result["score"] == sum(maxima.values()), [t["output"][:300] for t in result["tests"]
                                                      if t["score"] < t["max_score"]]

@@ -257,11 +257,8 @@ def name_the_heads(module):
     nn.ModuleList of heads is shown to the checks as `heads` too, the chapter's name they read, listed first so that
     its paths are heads.0, heads.1... Its own name still works in its forward. Nothing changes for a wrapper that
     has a `heads` (a plain list there is a slip the checks name) or several such lists."""
-    try:
-        getattr(module, "heads")
+    if hasattr(module, "heads"):
         return
-    except AttributeError:
-        pass
     found = [name for name, child in module.named_children() if isinstance(child, torch.nn.ModuleList)
              and len(child) and all(isinstance(head, StandInHead) for head in child)]
     if len(found) == 1:
