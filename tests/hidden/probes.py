@@ -35,11 +35,21 @@ def probe_params(d_in, d_out, n, heads=1, seed=0, out_proj=False):
     return params
 
 
+def token_outputs(out, batch, n, probes=None):
+    """`out`, a module's answer, as a (batch, n, d_out) tensor: one output for every token of every sequence.
+    Otherwise it fails, with the probes' observations when given."""
+    out = expect_tensor(out, "the output")
+    if out.dim() != 3 or tuple(out.shape[:2]) != (batch, n):
+        found = f"the output has shape {shape_shown(out.shape)}, expected ({batch}, {n}, d_out)"
+        if probes is None:
+            raise AssertionError(found)
+        fail(found, probes())
+    return out
+
+
 def read_weights(module, params, batch, n, d_in, heads):
     """The module's attention weights for one-hot tokens, (batch, heads, n, n), read through its output."""
-    out = expect_tensor(module.forward(one_hot_tokens(batch, n, d_in), weights=params), "the output")
-    if out.dim() != 3 or tuple(out.shape[:2]) != (batch, n):
-        raise AssertionError(f"the output has shape {shape_shown(out.shape)}, expected ({batch}, {n}, d_out)")
+    out = token_outputs(module.forward(one_hot_tokens(batch, n, d_in), weights=params), batch, n)
     b, _, d_out = out.shape
     head_dim = d_out // heads
     return torch.stack([out[:, :, h * head_dim: h * head_dim + n] for h in range(heads)], dim=1)
@@ -166,10 +176,7 @@ def expect_attention_from_queries_and_keys(outputs_of, params, x, device, probes
         other[:, token] = randn(x.shape[0], x.shape[2], seed=15 + token)
         runs.append((params, other))
     first, *others = outputs_of([(weights, (inputs,)) for weights, inputs in runs])
-    base = expect_tensor(first, "the output")
-    if base.dim() != 3 or tuple(base.shape[:2]) != tuple(x.shape[:2]):
-        fail(f"the output has shape {shape_shown(base.shape)}, expected ({x.shape[0]}, {x.shape[1]}, d_out)",
-             probes() if probes else [])
+    base = token_outputs(first, x.shape[0], x.shape[1], probes or (lambda: []))
     *moved, first_changed, last_changed = [expect_tensor(out, "the output", shape=tuple(base.shape))
                                                   for out in others]
     # Real attention moves by tens of percent here (measured: >= 20 % of the output's scale); a dependence
