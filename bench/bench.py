@@ -8,7 +8,8 @@ Prints, for this machine:
     total wall time, median seconds per submission, ratio of the total to the floor (target <= 20);
     of it, the class's integrity step (every pair compared; target <= 10 % of the rest); the machine's load
     and, as root with a cgroup v1 cpuacct hierarchy, the CPU seconds of the run and all it started (per
-    submission: the figure to compare across runs on a shared machine, where wall time follows the load);
+    submission: the figure to compare across runs on a shared machine, where wall time follows the load), and
+    per submission each side's own: the judge's grading thread and the worker's processes (results.json);
   * a student's `python check.py masking` in student_template/ (target <= 1.5 x the floor);
   * one file through the command line, `python -m grader grade FILE`, a fresh process each (target <= 1.5 x);
   * the sandbox: median wait for a sealed worker per submission (target <= 15 ms) and seal time;
@@ -95,15 +96,17 @@ def grade_command(folder, out, args):
 
 def bulk(folder, out, args):
     """(wall seconds, median seconds per submission, the integrity step's seconds, CPU seconds of the run and of
-    every process it started or None, the 1-minute load average before and after)."""
+    every process it started or None, {"judge", "worker": mean CPU seconds per submission on that side (its
+    results.json)}, the 1-minute load average before and after)."""
     load_before = os.getloadavg()[0]
     with CpuAccount() as account:
         seconds, done = timed(grade_command(folder, out, args), preexec_fn=account.join)
     if done.returncode:
         sys.exit(f"bulk grading failed:\n{done.stderr[-2000:]}")
-    per = [json.loads(p.read_text())["extra_data"]["seconds"] for p in (out / "results").glob("*.json")]
-    return (seconds, statistics.median(per), integrity_seconds(done.stdout), account.seconds,
-            (load_before, os.getloadavg()[0]))
+    extras = [json.loads(p.read_text())["extra_data"] for p in (out / "results").glob("*.json")]
+    sides = {side: statistics.mean(extra["cpu"][side] for extra in extras) for side in ("judge", "worker")}
+    return (seconds, statistics.median(extra["seconds"] for extra in extras), integrity_seconds(done.stdout),
+            account.seconds, sides, (load_before, os.getloadavg()[0]))
 
 
 class CpuAccount:
@@ -246,7 +249,7 @@ def main():
         folder.mkdir()
         for name, text in synthetic_class(clean_solution(), args.count).items():
             (folder / name).write_text(text)
-        total, median, integrity, cpu, load = bulk(folder, scratch / "out", args)
+        total, median, integrity, cpu, sides, load = bulk(folder, scratch / "out", args)
         floor_after = import_floor()
         floor = statistics.median(floor_before + floor_after)
         report("floor: python -c 'import torch', 3 runs before the bulk run",
@@ -264,6 +267,13 @@ def main():
         if cpu is not None:  # what the run cost the machine, whatever else ran beside it
             report("bulk: CPU seconds, the run and every process it started", f"{cpu:.1f} s")
             report("bulk: CPU seconds per submission", f"{cpu / args.count:.3f} s")
+        # Each side's own count (results.json's extra_data.cpu): the judge's grading thread, the worker's processes
+        # (its seal and loading included); the rest is the fork server, the sandbox's keepers and reaper, the
+        # command line's class steps (feedback, integrity, LMS files) and the run's torch imports.
+        report("bulk: CPU per submission, judge (its grading thread)", f"{1000 * sides['judge']:.0f} ms")
+        report("bulk: CPU per submission, worker (seal, load, checks)", f"{1000 * sides['worker']:.0f} ms")
+        if cpu is not None:
+            report("bulk: CPU per submission, everything else", f"{1000 * (cpu / args.count - sum(sides.values())):.0f} ms")
         setup, seal, mode = sandbox_figures(scratch / "out")
         report(f"sandbox setup per submission (median), {mode} mode", f"{setup:.1f} ms", "<= 15 ms",
                setup <= TARGETS["sandbox_ms"])

@@ -88,6 +88,8 @@ class SubmissionResult:
     tests: list[TestResult] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # CPU seconds grading it took: {"judge": this judge's thread, "worker": its workers' processes} (make bench)
+    cpu: dict[str, float] = field(default_factory=dict)
     fingerprint: str = ""  # what was graded, with what (see bulk.fingerprint): unchanged means no regrade
     sandbox: dict[str, Any] = field(default_factory=dict)  # the protections its worker ran under (sandbox.seal)
     # What the feedback adds before it is written (feedback.page.finish); empty on a result just graded:
@@ -123,6 +125,7 @@ class SubmissionResult:
             "steps": self.rounded_steps(),
             "max_steps": self.max_steps,
             "seconds": round(self.seconds, 3),
+            "cpu": {side: round(value, 4) for side, value in self.cpu.items()},
             "problems": list(self.problems),
             "fingerprint": self.fingerprint,
             "sandbox": self.sandbox,
@@ -154,6 +157,7 @@ class SubmissionResult:
             return cls(
                 str(extra.get("submission") or name), "", [TestResult.from_dict(entry) for entry in data["tests"]],
                 [str(problem) for problem in extra.get("problems") or []], float(extra.get("seconds") or 0.0),
+                {str(side): float(value) for side, value in dict(extra.get("cpu") or {}).items()},
                 str(extra.get("fingerprint") or ""), dict(extra.get("sandbox") or {}), str(data.get("output") or ""),
                 str(data.get("output_format") or ""),
                 {str(key): _number(value) for key, value in dict(extra.get("max_steps") or {}).items()},

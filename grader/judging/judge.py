@@ -86,6 +86,7 @@ class SubmissionWorker:
         self.keep_problems = True
         self.protections = None  # the first worker's own report of its sandbox, sent before student code ran
         self.setup_seconds = []  # how long each worker made this submission wait for its sandbox
+        self.cpu_seconds = 0.0  # CPU its workers used, read as each closes (make bench's worker side)
 
     def student_for(self, seconds, planned=True, public_shift=0):
         """A Student for the next step with `seconds` to spend, or None (then `fatal` says why). `planned`: the
@@ -114,6 +115,7 @@ class SubmissionWorker:
 
     def close(self):
         if self.worker is not None:
+            self.cpu_seconds += self.worker.cpu_used()
             self.worker.close()
             self.worker = None
 
@@ -166,7 +168,7 @@ def grade_submission(path, name, tests, options):
     weights), so no worker can smuggle those into visible text. A step keeps one time
     budget for both of its parts; a step whose worker hit a limit in its public part fails
     its hidden part with the same message, as when both parts ran together."""
-    started = time.monotonic()
+    started, judge_cpu = time.monotonic(), time.thread_time()
     result = SubmissionResult(name, str(path))
     unreadable = check_readable(path)
     if unreadable:
@@ -215,6 +217,7 @@ def grade_submission(path, name, tests, options):
     result.tests = [verdicts[test.name] for test in tests if test.name in verdicts]
     result.problems = sandbox.problems
     result.seconds = time.monotonic() - started
+    result.cpu = {"judge": time.thread_time() - judge_cpu, "worker": sandbox.cpu_seconds}
     if sandbox.protections:
         result.sandbox = {**sandbox.protections, "setup_ms": round(1000 * sandbox.setup_seconds[0], 1)}
     return result

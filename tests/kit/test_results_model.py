@@ -27,7 +27,8 @@ def graded():
               Verdict("masking: rows sum to one", "masking", 0, 15, "time limit: 10 s while forward",
                          "after_published", {}, Limit.TIME)]
     return SubmissionResult("zoë", "/tmp/zoë.py", tests, problems=["line 3: %matplotlib inline was left out"],
-                            seconds=1.23456, fingerprint="f" * 32, sandbox={"seal": "ok"})
+                            seconds=1.23456, cpu={"judge": 0.0712345, "worker": 0.11}, fingerprint="f" * 32,
+                            sandbox={"seal": "ok"})
 
 
 def test_a_result_read_back_writes_the_same_bytes():
@@ -41,7 +42,7 @@ def test_a_result_read_back_writes_the_same_bytes():
 def test_the_writer_gives_gradescope_the_same_keys_in_the_same_order():
     data = results_json.gradescope_json(graded(), MAXIMA)
     assert list(data) == ["score", "output", "tests", "extra_data", "output_format"]
-    assert list(data["extra_data"]) == ["submission", "steps", "max_steps", "seconds", "problems", "fingerprint",
+    assert list(data["extra_data"]) == ["submission", "steps", "max_steps", "seconds", "cpu", "problems", "fingerprint",
                                         "sandbox", "diagnosis", "limits"]
     assert list(data["tests"][0]) == ["name", "score", "max_score", "output", "visibility"]
     assert data["score"] == 10.0 and data["extra_data"]["steps"]["projection"] == 10.0
