@@ -273,7 +273,8 @@ def main():
         report("bulk: CPU per submission, judge (its grading thread)", f"{1000 * sides['judge']:.0f} ms")
         report("bulk: CPU per submission, worker (seal, load, checks)", f"{1000 * sides['worker']:.0f} ms")
         if cpu is not None:
-            report("bulk: CPU per submission, everything else", f"{1000 * (cpu / args.count - sum(sides.values())):.0f} ms")
+            rest = cpu / args.count - sum(sides.values())
+            report("bulk: CPU per submission, everything else", f"{1000 * rest:.0f} ms")
         setup, seal, mode = sandbox_figures(scratch / "out")
         report(f"sandbox setup per submission (median), {mode} mode", f"{setup:.1f} ms", "<= 15 ms",
                setup <= TARGETS["sandbox_ms"])
