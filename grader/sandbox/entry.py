@@ -30,6 +30,17 @@ PROCESS_LIMIT = 64  # processes and threads of one submission (cgroup pids, RLIM
 PROCESS_LIMIT_WITHOUT_MEMORY_CGROUP = 16
 
 
+# The worker loop's own operations (wire.OPERATIONS, session=False): the first request, and the last.
+LOAD, STOP = wire.OPERATIONS["load"], wire.OPERATIONS["stop"]
+
+
+def _is_stop(request):
+    try:
+        return wire.operation_of(request) is STOP
+    except wire.ProtocolError:
+        return False
+
+
 def run(connection_fd, spec):
     """The forked worker's life on `connection_fd`: its exit code (as a process's main would end)."""
     code = 0
@@ -72,10 +83,10 @@ def worker_main(conn, spec):
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     send(dumps({"sealed": True, "report": report}))
     try:
-        request = loads(receive())
-    except (EOFError, OSError, ValueError):
+        request = wire.parse_request(loads(receive()))
+    except (EOFError, OSError, ValueError):  # wire.ProtocolError is a ValueError
         return
-    if request.get("op") != "load":
+    if wire.operation_of(request) is not LOAD:
         return
     # Said before any student code runs: a worker that dies before the judge reads this was lost by the
     # grader (a stopped run, the machine), never by the student, and its submission gets another worker.
@@ -98,9 +109,9 @@ def worker_main(conn, spec):
             request = loads(receive())
         except (EOFError, OSError):
             return
-        if request.get("op") == "stop":
+        if _is_stop(request):
             return
-        send(dumps(session.handle(request)))
+        send(dumps(session.handle(request)))  # any other request, a malformed one too: the Session answers it
 
 
 def _cap_gpu_allocator(device, memory_limit):
