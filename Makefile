@@ -2,6 +2,7 @@
 #   make test                      the kit's whole test suite (installs everything first)
 #   make test-fast                 the same without the tests marked slow (class runs, launches of the grader...):
 #                                  the unit and in-process tests (meant for under 3 minutes); make test runs all
+#                                  (both two test files at a time; TEST_JOBS=1 one after another)
 #   make grade [SUBMISSION=PATH] [OUT=DIR] [RESULTS=FILE]   grade a file, folder or zip (default: the sample class)
 #   make grade ENGINE=otter [SUBMISSION=PATH]   the same through `otter run` and the stock Otter autograder
 #   make grade SUBMISSION=canvas.zip ROSTER=roster.csv   also OUT/canvas_grades.csv and OUT/moodle_grades.csv
@@ -28,6 +29,9 @@ $(foreach knob,$(KNOBS),$(if $(filter environment,$(origin $(knob))),$(eval unde
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
+# `make test` and `make test-fast` run this many test files at once (pytest-xdist; a file's tests together, its
+# fixtures built once): TEST_JOBS=1 runs them one after another.
+TEST_JOBS ?= 2
 OUT ?= out
 SUBMISSION ?=
 RESULTS ?=
@@ -122,11 +126,11 @@ test-account: $(VENV)/.installed
 # The public and hidden tests run in-process on the reference; tests/kit grades through the sandbox.
 # --durations: the slowest tests and fixtures of every run, printed last (where the half hour goes).
 test: $(VENV)/.installed $(CHROMIUM) sandbox-libs test-account
-	SUBMISSION=solutions/attention.py $(PY) -m pytest -q --durations=30
+	SUBMISSION=solutions/attention.py $(PY) -m pytest -q --durations=30 -n $(TEST_JOBS) --dist loadfile
 
 # The fast tier, set up as `make test` is: every test but those marked slow (tests/kit/conftest.py says why each is).
 test-fast: $(VENV)/.installed $(CHROMIUM) sandbox-libs test-account
-	SUBMISSION=solutions/attention.py $(PY) -m pytest -q --durations=30 -m "not slow"
+	SUBMISSION=solutions/attention.py $(PY) -m pytest -q --durations=30 -n $(TEST_JOBS) --dist loadfile -m "not slow"
 
 grade: $(VENV)/.installed sandbox-libs
 	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) $(GRADING) $(if $(RESULTS),--results $(RESULTS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ZIP_ENCODING),--zip-encoding $(ZIP_ENCODING))

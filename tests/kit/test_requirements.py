@@ -155,6 +155,8 @@ def test_the_publish_set_is_what_publishing_imports_or_runs():
 
 
 TOOLS = {"ruff", "mypy"}  # run by tests/kit/test_habits.py as commands (python -m ruff), never imported
+# pytest's plugin that runs `make test`'s files side by side (the Makefile's -n), and what it needs; never imported.
+PLUGINS = {"pytest-xdist", "execnet"}
 
 
 def test_the_test_set_is_what_only_the_kit_tests_import():
@@ -163,7 +165,7 @@ def test_the_test_set_is_what_only_the_kit_tests_import():
     for package in pins("requirements-test.txt"):
         assert package not in grading, f"{package} is a grading import"
     needed = distributions(imported_names(kit_test_files())) - runtime
-    assert needed | TOOLS == set(pins("requirements-test.txt"))
+    assert needed | TOOLS | PLUGINS == set(pins("requirements-test.txt"))
 
 
 @pytest.mark.parametrize("name", SETS)
