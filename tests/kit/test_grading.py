@@ -15,6 +15,8 @@ def test_solution_gets_full_marks(grade, clean, maxima):
     assert not failed, failed
     assert result.score == sum(maxima.values()) == TOTAL_POINTS
     assert not result.problems
+    # What it cost on each side (make bench sums them): the judge's thread computed, the worker ran the checks.
+    assert set(result.cpu) == {"judge", "worker"} and result.cpu["judge"] > 0.01 and result.cpu["worker"] > 0.01
 
 
 def test_solution_notebook_gets_full_marks(grade, solution_notebook):
@@ -48,6 +50,7 @@ def test_cli_single_file_writes_gradescope_results(tmp_path):
     assert done.returncode == 0, done.stderr
     data = json.loads(results.read_text())
     assert data["score"] == TOTAL_POINTS
+    assert data["extra_data"]["cpu"]["worker"] > 0.01, data["extra_data"]["cpu"]
     for test in data["tests"]:
         assert set(test) >= {"name", "score", "max_score", "output", "visibility"}
         assert test["name"].split(":")[0] in STEP_KEYS
