@@ -5,7 +5,8 @@ Prints, for this machine:
     before the bulk run and 3 after it (this machine's speed drifts by 10-20 % over minutes, and the ratio
     below should compare the bulk run with the machine it ran on, not with the one before it);
   * bulk grading of N submissions (1 in 4 correct, the rest catalogue bugs) through the real CLI:
-    total wall time, median seconds per submission, ratio of the total to the floor (target <= 20);
+    total wall time, median seconds per submission, ratio of the total to the floor (target <= 20; and <= 8,
+    the target of grading near the machine's limit);
     of it, the class's integrity step (every pair compared; target <= 10 % of the rest); the machine's load
     and, as root with a cgroup v1 cpuacct hierarchy, the CPU seconds of the run and all it started (per
     submission: the figure to compare across runs on a shared machine, where wall time follows the load), and
@@ -42,8 +43,8 @@ from grader.faults.samples import synthetic_class  # noqa: E402
 from grader.sandbox import processes  # noqa: E402
 
 PYTHON = sys.executable
-TARGETS = {"bulk_ratio": 20.0, "check_ratio": 1.5, "cli_ratio": 1.5, "peak_mb": 700.0, "sandbox_ms": 15.0,
-           "round_trips": 20}
+TARGETS = {"bulk_ratio": 20.0, "bulk_ratio_near_limit": 8.0, "check_ratio": 1.5, "cli_ratio": 1.5, "peak_mb": 700.0,
+           "sandbox_ms": 15.0, "round_trips": 20}
 
 
 def timed(command, **kwargs):
@@ -263,6 +264,8 @@ def main():
         report("bulk: seconds per submission (median of grading)", f"{median:.3f} s")
         report("bulk: wall time per submission", f"{total / args.count:.3f} s")
         report("bulk: wall time / floor", f"{total / floor:.1f} x", "<= 20 x", total / floor <= TARGETS["bulk_ratio"])
+        report("bulk: wall time / floor, near the machine's limit", f"{total / floor:.1f} x", "<= 8 x",
+               total / floor <= TARGETS["bulk_ratio_near_limit"])
         report("bulk: machine load (1-minute average) before / after", f"{load[0]:.1f} / {load[1]:.1f}")
         if cpu is not None:  # what the run cost the machine, whatever else ran beside it
             report("bulk: CPU seconds, the run and every process it started", f"{cpu:.1f} s")
