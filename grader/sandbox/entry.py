@@ -83,10 +83,11 @@ def worker_main(conn, spec):
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     send(dumps({"sealed": True, "report": report}))
     try:
-        request = wire.parse_request(loads(receive()))
+        request = loads(receive())
+        if wire.operation_of(request) is not LOAD:
+            return
+        request = LOAD.parse(request)
     except (EOFError, OSError, ValueError):  # wire.ProtocolError is a ValueError
-        return
-    if wire.operation_of(request) is not LOAD:
         return
     # Said before any student code runs: a worker that dies before the judge reads this was lost by the
     # grader (a stopped run, the machine), never by the student, and its submission gets another worker.

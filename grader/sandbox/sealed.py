@@ -132,6 +132,10 @@ class SealedWorker:
         pids = processes.subtree(self.pid1)
         return processes.cpu_wait_seconds(pids), processes.cpu_seconds(pids, reaped=True)
 
+    def cpu_used(self):
+        """CPU seconds its processes have used since the fork (those they reaped too), without the CPU waits."""
+        return processes.cpu_seconds(processes.subtree(self.pid1), reaped=True)
+
     def out_of_memory(self):
         return cgroups.counts(self.cgroup, "memory") and self.cgroup.oom_kills() > 0
 

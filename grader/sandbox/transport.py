@@ -232,7 +232,7 @@ class WorkerTransport:
     def cpu_used(self):
         """CPU seconds the worker's processes have used since its fork (its seal and loading included), those they
         reaped too; 0 once it is closed. What grading cost the machine on the worker's side (make bench)."""
-        return self.worker.cpu_wait_and_use()[1] if self.worker is not None and not self.worker.closed else 0.0
+        return self.worker.cpu_used() if self.worker is not None and not self.worker.closed else 0.0
 
     def close(self):
         """Stop the worker and every process it started, wherever they went; idempotent."""
