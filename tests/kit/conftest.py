@@ -1,6 +1,8 @@
 """Shared helpers for the kit's own tests: grade source text through the real judge."""
 
+import fcntl
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -108,20 +110,40 @@ def clean():
     return clean_solution()
 
 
-# The bug catalogue and the correct variants, graded once per session through the sandboxed judge:
+def once_per_run(tmp_path_factory, name, produce):
+    """produce(), once for the whole test run. Under pytest-xdist (`make test` runs two files at a time) each
+    worker process has its own session, so a session fixture's work would be done once per worker that needs it:
+    the first worker to ask does it under a lock and leaves a pickle for the others, in the run's shared
+    temporary folder (the one above each worker's own)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return produce()
+    shared = tmp_path_factory.getbasetemp().parent
+    cache = shared / f"{name}.pickle"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if produce() raises
+        if cache.exists():
+            return pickle.loads(cache.read_bytes())
+        value = produce()
+        cache.write_bytes(pickle.dumps(value))
+        return value
+
+
+# The bug catalogue and the correct variants, graded once per run through the sandboxed judge:
 # test_catalogue checks their scores, test_diagnosis the causes their feedback names.
 @pytest.fixture(scope="session")
-def graded_bugs(grade_many, clean):
+def graded_bugs(tmp_path_factory, grade_many, clean):
     from grader.faults.bugs import BUGS
 
-    return grade_many({bug.id: bug.apply(clean) for bug in BUGS})
+    return once_per_run(tmp_path_factory, "graded_bugs",
+                        lambda: grade_many({bug.id: bug.apply(clean) for bug in BUGS}))
 
 
 @pytest.fixture(scope="session")
-def graded_variants(grade_many, clean):
+def graded_variants(tmp_path_factory, grade_many, clean):
     from grader.faults.variants import VARIANTS
 
-    return grade_many({variant.id: variant.apply(clean) for variant in VARIANTS})
+    return once_per_run(tmp_path_factory, "graded_variants",
+                        lambda: grade_many({variant.id: variant.apply(clean) for variant in VARIANTS}))
 
 
 @pytest.fixture(scope="session")
@@ -136,12 +158,15 @@ def solution_notebook(clean):
 
 @pytest.fixture(scope="session")
 def otter_dist(tmp_path_factory):
-    """`make publish`'s student and otter parts, built once per session into a temporary dist/."""
+    """`make publish`'s student and otter parts, built once per run into a temporary dist/ (read, never changed)."""
     from grader.integrations.publish import publish
 
-    folder = tmp_path_factory.mktemp("dist")
-    publish(folder, parts=("student", "otter"))
-    return folder
+    def build():
+        folder = tmp_path_factory.mktemp("dist")
+        publish(folder, parts=("student", "otter"))
+        return folder
+
+    return once_per_run(tmp_path_factory, "otter_dist", build)
 
 
 # ------------------------------------------------------------------------------ the fast tier

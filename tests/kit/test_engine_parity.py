@@ -28,7 +28,10 @@ from grader.sandbox.limits import Limit
 
 pytestmark = pytest.mark.kit
 
-STEP_SECONDS = 10  # the kit's default per-step budget, which the published autograders carry too
+# The per-step budget of all three, shorter than the default 10 s (the hang spins a CPU for it, in each tool): the
+# kit's Options, Otter's KIT_STEP_SECONDS (grade_with_otter passes the judge's on), nbgrader's KIT_STEP_SECONDS (the
+# course's checks read it, as `make grade ENGINE=otter TIME_LIMIT=...` relies on). A correct step needs under 1 s.
+STEP_SECONDS = 4
 CELL_SECONDS = 3 * STEP_SECONDS  # nbgrader's timeout of one cell in the parity course
 
 
@@ -112,7 +115,9 @@ def by_nbgrader(faults, suite, tmp_path_factory):
     with ThreadPoolExecutor(max_workers=1) as pool:
         kit = pool.submit(lambda: {fault: kit_steps(dist, f"{fault}.ipynb", text, suite)
                                    for fault, text in notebooks.items()})
-        course_builder.nbgrader(course, "autograde", "attention")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("KIT_STEP_SECONDS", str(STEP_SECONDS))
+            course_builder.nbgrader(course, "autograde", "attention")
         course_builder.nbgrader(course, "export", "--to", str(course / "export.csv"))
         kit = kit.result()
     with open(course / "export.csv", newline="", encoding="utf-8") as stream:
