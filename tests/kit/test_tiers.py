@@ -82,6 +82,12 @@ def test_every_entry_of_the_slow_lists_names_what_exists_once(tiers):
             assert re.search(rf"^def {re.escape(test)}\(", path.read_text(encoding="utf-8"), re.M), entry
 
 
+def test_the_longest_first_list_names_kit_test_files_once(tiers):
+    names = tiers["longest_first"]
+    assert len(set(names)) == len(names)
+    assert [name for name in names if not (KIT / name).is_file()] == [], "LONGEST_FIRST names a file not in tests/kit"
+
+
 def test_every_collected_slow_test_says_why_and_the_smoke_launches_stay_fast(tiers):
     """Over what this session collected (all of it under `make test` and `make test-fast`)."""
     for item in tiers["collected"]:
