@@ -126,11 +126,11 @@ test-account: $(VENV)/.installed
 # The public and hidden tests run in-process on the reference; tests/kit grades through the sandbox.
 # --durations: the slowest tests and fixtures of every run, printed last (where the half hour goes).
 test: $(VENV)/.installed $(CHROMIUM) sandbox-libs test-account
-	SUBMISSION=solutions/attention.py $(PY) -m pytest -q --durations=30 -n $(TEST_JOBS) --dist loadfile
+	SUBMISSION=solutions/attention.py $(PY) -m pytest -q --durations=30 -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 # The fast tier, set up as `make test` is: every test but those marked slow (tests/kit/conftest.py says why each is).
 test-fast: $(VENV)/.installed $(CHROMIUM) sandbox-libs test-account
-	SUBMISSION=solutions/attention.py $(PY) -m pytest -q --durations=30 -n $(TEST_JOBS) --dist loadfile -m "not slow"
+	SUBMISSION=solutions/attention.py $(PY) -m pytest -q --durations=30 -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not slow"
 
 grade: $(VENV)/.installed sandbox-libs
 	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) $(GRADING) $(if $(RESULTS),--results $(RESULTS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ZIP_ENCODING),--zip-encoding $(ZIP_ENCODING))

@@ -224,9 +224,11 @@ def slow_reason(item):
 
 
 # The kit's longest test files, longest first (their tests and fixtures together, from `make test`'s --durations
-# on the 2-core machine: 240 s down to 45 s). `make test` hands files to its workers in collection order, two each
-# at first, then one to whichever is free: starting the longest first keeps a long file from being the last one
-# running alone on an otherwise idle machine. Order only: every test still runs, and each file's in its own order.
+# on the 2-core machine: 240 s down to 45 s). `make test` hands files to its workers in collection order
+# (--no-loadscope-reorder: pytest-xdist would otherwise start the files with the most tests first, which put
+# test_otter, test_engine_parity and test_publish_safety, a few tests of minutes each, at the end), one to each
+# worker, then the next to whichever is free: longest first, no long file is the last one running alone on an
+# otherwise idle machine. Order only: every test still runs, and each file's tests in their own order.
 LONGEST_FIRST = ("test_hostile_battery.py", "test_engine_parity.py", "test_otter.py", "test_bulk.py",
                  "test_publish_safety.py", "test_catalogue.py", "test_shards_scheduler.py", "test_stopping.py",
                  "test_hostile.py", "test_nbgrader_flow.py", "test_seal.py", "test_release.py", "test_io.py",
