@@ -124,7 +124,9 @@ def once_per_run(tmp_path_factory, name, produce):
         if cache.exists():
             return pickle.loads(cache.read_bytes())
         value = produce()
-        cache.write_bytes(pickle.dumps(value))
+        partial = cache.with_suffix(".partial")  # a worker killed while writing leaves no half pickle to read
+        partial.write_bytes(pickle.dumps(value))
+        os.replace(partial, cache)
         return value
 
 
