@@ -692,6 +692,8 @@ def report_command(args):
     """The cohort report (and the feedback pages) of an OUT folder, from its results/*.json."""
     out = Path(args.out)
     if not (out / "results").is_dir():
+        # A grade stopped before its first result leaves only its mark: say so, not "grade a class first"
+        refuse_unfinished(out, "the report")
         raise UsageError(f"{out} has no results/ folder: grade a class into it first (make grade OUT={out})")
     # Held as a grade holds it: a report written while a run still grades into OUT (or writes its class files)
     # would describe a class that is half one run and half another, and say nothing of it.
@@ -709,9 +711,10 @@ def refuse_unfinished(out, what):
     """UsageError when a grade into OUT stopped before its class files: its results are part that run's and part
     an earlier one's (a file changed since may still show its old result), so `what` would mix two classes."""
     if class_record.unfinished(out):
-        raise UsageError(f"the last grade into {out} was stopped before it finished: its results are part that run's "
-                         f"and part an earlier one's. Run the same grade command again (it grades only what is "
-                         f"missing), then {what}; nothing was written")
+        held = ("its results are part that run's and part an earlier one's" if (Path(out) / "results").is_dir()
+                else "it had recorded no result yet")
+        raise UsageError(f"the last grade into {out} was stopped before it finished: {held}. Run the same grade "
+                         f"command again (it grades only what is missing), then {what}; nothing was written")
 
 
 def publish_command(args):

@@ -129,6 +129,17 @@ def test_a_run_stopped_at_random_moments_resumes_to_the_uninterrupted_grades(cla
     assert verdicts(out) == expected
 
 
+@pytest.mark.parametrize("command", [("report",), ("regrade", "student_000")])
+def test_a_grade_stopped_before_its_first_result_is_named_as_stopped(tmp_path, grader_cli, command):
+    """A stop between the grade's mark and its first result (CI, stop 38: SIGKILL at 0.5 s) left OUT with the
+    mark alone; the report said "grade a class into it first" rather than "run the same command again"."""
+    class_record.mark_unfinished(tmp_path)
+    refused = grader_cli(*command, "--out", tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    assert "was stopped before it finished: it had recorded no result yet" in refused.stderr, refused.stderr
+    assert "Run the same grade command again" in refused.stderr
+
+
 def test_a_worker_lost_before_the_file_reached_it_is_no_verdict(tmp_path, suite, clean, monkeypatch):
     """Before: a worker that ended before receiving the file (the machine, another run) was recorded as
     'your code's process exited/crashed while receiving your file'. Now the file gets another worker."""
