@@ -282,12 +282,14 @@ def write_class_files(out, graded, maxima, record, sources=None):
                      f"{out / 'results' / 'former'} and {out / 'feedback' / 'former'}, out of grades.csv, the "
                      "report, the integrity page and the cohort figures")
     record.pop("students", None)
+    record.pop("unmatched", None)
     if record.get("roster"):  # Canvas and Moodle import files, one row per roster student
         from grader.integrations import lms
 
         try:
             roster = lms.read_roster_text(record["roster"]["text"], record["roster"]["file"])
             record["students"] = lms.roster_record(roster, graded, record.get("origins"))
+            record["unmatched"] = lms.unmatched(roster, [result.name for result in graded], record.get("origins"))
         except lms.RosterError as error:
             refused = error
     from grader.cohort.overrides import OverrideError

@@ -7,7 +7,8 @@
     overrides     the instructor's overrides as read (see overrides), applied to every class file
     override_files {submission: digest of the file its overrides stand for}: another file asks first
 and, written with the class files (grades.csv, LMS files, report):
-    students      the roster's students, each with the submission matched to it (None: did not submit)
+    students      the roster's students, each with the submission matched to it (None: no submission found)
+    unmatched     the submissions no roster row names (graded, in grades.csv, in no LMS file)
     final         {submission: {steps, total, overrides, late}}: the scores every class file shows
     notes         what the instructor was told while writing them
 

@@ -208,13 +208,26 @@ def students_section(rows: Sequence[Row], maxima: Mapping[str, float], out: str 
             + "); * overridden, see below.</p><table class='students'>" + head + "".join(body) + "</table>")
 
 
-def missing_section(missing: Sequence[tuple[str, str]]) -> str:
-    if not missing:
-        return ""
-    return (f"<h2 id='missing'>Did not submit ({len(missing)})</h2><p>"
-            + ", ".join(esc(name) + (f" <small>({esc(ident)})</small>" if ident else "")
-                        for name, ident in missing)
-            + "</p>")
+def unmatched(record: Record) -> list[str]:
+    """The graded submissions no roster row names (none without a roster)."""
+    return [clean(name) for name in record.get("unmatched") or []]
+
+
+def missing_section(missing: Sequence[tuple[str, str]], strays: Sequence[str] = ()) -> str:
+    """Roster students without a submission, and submissions without a roster student. With both, a row may be
+    the student of a file the roster does not name: the report does not say they did not submit."""
+    html = ""
+    if missing:
+        title = "No submission found" if strays else "Did not submit"
+        html += (f"<h2 id='missing'>{title} ({len(missing)})</h2><p>"
+                 + ", ".join(esc(name) + (f" <small>({esc(ident)})</small>" if ident else "")
+                             for name, ident in missing) + "</p>")
+    if strays:
+        html += (f"<h2 id='unmatched'>Graded, but no roster row names them ({len(strays)})</h2><p>"
+                 + ", ".join(esc(name) for name in strays) + "</p><p><small>Their grades are in grades.csv and in "
+                 "no LMS file" + (": the students above may be theirs (see the run's notes)" if missing else "")
+                 + ".</small></p>")
+    return html
 
 
 def overrides_section(rows: Iterable[Row]) -> str:
@@ -227,7 +240,7 @@ def overrides_section(rows: Iterable[Row]) -> str:
                 f"{item['points']:g}</td><td>{esc(item['reason'])}</td></tr>" for row, item in listed) + "</table>")
 
 
-def summary_lines(rows: Iterable[Row], missing: Sequence[tuple[str, str]]) -> list[str]:
+def summary_lines(rows: Iterable[Row], missing: Sequence[tuple[str, str]], strays: Sequence[str] = ()) -> list[str]:
     """Terminal lines that agree with the per-student table."""
     lines = []
     late = [row["submission"] for row in rows if row["late"]]
@@ -239,6 +252,9 @@ def summary_lines(rows: Iterable[Row], missing: Sequence[tuple[str, str]]) -> li
             f"{name}: {item['step']} set to {item['points']:g}, {item['reason']}"
             for name, item in overridden[:5]) + ")")
     if missing:
-        lines.append(f"did not submit: {len(missing)} ({', '.join(name for name, _ in missing[:5])}"
-                     f"{', ...' if len(missing) > 5 else ''})")
+        lines.append(f"{'no submission found' if strays else 'did not submit'}: {len(missing)} "
+                     f"({', '.join(name for name, _ in missing[:5])}{', ...' if len(missing) > 5 else ''})")
+    if strays:
+        lines.append(f"graded, but no roster row names them: {len(strays)} ({', '.join(strays[:5])}"
+                     f"{', ...' if len(strays) > 5 else ''})")
     return lines

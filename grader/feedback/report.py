@@ -378,6 +378,7 @@ def build(out: str | Path) -> tuple[str, dict[str, str], str]:
     record = class_view.read_class(out)  # roster names, late flags, final scores (overrides applied)
     class_view.apply_finals(submissions, record)
     rows, absent = class_view.student_rows(submissions, record, maxima), class_view.not_submitted(record)
+    strays = class_view.unmatched(record)
     total = sum(maxima.values()) or TOTAL_POINTS
     rates = step_rates(submissions, maxima)
     items = item_analysis(submissions)
@@ -396,7 +397,7 @@ def build(out: str | Path) -> tuple[str, dict[str, str], str]:
             charts["causes.svg"] = chart_causes(counts)
     scores = [s.score for s in submissions]
     summary = summary_text(submissions, total, rates, counts, outliers, limit_rows,
-                           class_view.summary_lines(rows, absent))
+                           class_view.summary_lines(rows, absent, strays))
 
     def image(name):
         return f"<figure>{charts[name]}</figure>" if name in charts else ""
@@ -415,7 +416,7 @@ def build(out: str | Path) -> tuple[str, dict[str, str], str]:
                      "or wrong outputs have more in common than the book explains (evidence to read, not proof).</p>")
     parts.append("<h2>What to do next</h2><ul class='tips'>" + "".join(f"<li>{esc(tip)}</li>" for tip in tips)
                  + "</ul>")
-    parts.append(class_view.students_section(rows, maxima, out) + class_view.missing_section(absent)
+    parts.append(class_view.students_section(rows, maxima, out) + class_view.missing_section(absent, strays)
                  + class_view.overrides_section(rows))
     parts.append("<h2>Scores</h2>" + image("scores.svg"))
     by_step, by_check = class_view.step_causes(submissions), class_view.check_causes(submissions)

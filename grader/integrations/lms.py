@@ -190,8 +190,13 @@ def read_roster_text(text: str, label: str = "roster") -> Roster:
         roster.moodle_column = column["title"]
     elif kit_columns:  # which one is this assignment, nothing says: never guessed (canvas_points says so)
         roster.look_alikes = [column.string for _, column in kit_columns]
+    rewritten = []  # ids a spreadsheet turned into numbers: (line, column, cell)
     for row, line in zip(rows[1:], lines[1:]):
         values = {key: clean(row[index]) if index < len(row) else "" for key, index in where.items()}
+        for key in NUMERIC_IDS:
+            values[key], lost = _spreadsheet_id(values.get(key, ""))
+            if lost:
+                rewritten.append(f"line {line} {TITLES[key]} {values[key]!r}")
         name = values.get("name") or " ".join(part for part in (values.get("first"), values.get("last")) if part)
         if name.lower() == "points possible":  # Canvas's second row holds each column's maximum, not a student
             if roster.canvas_index is not None and roster.canvas_points is None:
@@ -206,8 +211,25 @@ def read_roster_text(text: str, label: str = "roster") -> Roster:
                                 late=bool(LATE.search(status)) if status else None, row=list(row), line=line)
         if student.identifiers() or student.name or student.participant_id:
             roster.students.append(student)
+    if rewritten:
+        more = ", ..." if len(rewritten) > EXAMPLES else ""
+        raise RosterError(f"{label}: {len(rewritten)} id(s) a spreadsheet rewrote as a number in scientific notation, "
+                          f"the digits lost ({', '.join(rewritten[:EXAMPLES])}{more}): "
+                          "no import can match those rows. Export the roster again from the LMS and give that file "
+                          "unopened (or, in Excel, import the id columns as Text)")
     _refuse_repeated_students(roster)
     return roster
+
+
+NUMERIC_IDS = ("canvas_id", "sis_user_id", "idnumber")  # ids a spreadsheet may have read as numbers
+
+
+def _spreadsheet_id(cell: str) -> tuple[str, bool]:
+    """(the id, whether its digits are lost): `5001.0`, a spreadsheet's float, is `5001`; `5.00E+03` has lost
+    them. Leading zeros a spreadsheet dropped are matched loosely (see `_loose`)."""
+    if re.fullmatch(r"\d+\.0+", cell):
+        return cell.split(".")[0], False
+    return cell, bool(re.fullmatch(r"\d(?:[.,]\d+)?[eE]\+?\d+", cell))
 
 
 def _refuse_repeated_students(roster):
@@ -239,23 +261,46 @@ def _refuse_repeated_students(roster):
 
 
 # -- matching submissions to students ---------------------------------------------------------------
-def _keys(value):
-    return {value.casefold(), safe_name(value).casefold()}
+def _exact(value):
+    return value.casefold()
+
+
+def _loose(value):
+    """A name or id as a file name spells it (`Ada Lovelace` -> `ada_lovelace`), an id of digits without the
+    leading zeros a spreadsheet drops (`00126` -> `126`): found only where no exact match is."""
+    key = safe_name(value).casefold()
+    return key.lstrip("0") or "0" if key.isdigit() else key
+
+
+def _ids(student):
+    return student.identifiers() or [student.name]
+
+
+def _names(student):
+    return [student.name] if student.name else []
+
+
+# Where a submission's name is looked for, in order: the rows' ids as written, as a file name or spreadsheet may
+# spell them, then the rows' names (a row with ids is found by its name too: a folder named after the student)
+TIERS = ((_ids, _exact), (_ids, _loose), (_names, _exact), (_names, _loose))
 
 
 def _finder(roster):
-    """A function (name, origin) -> [roster index]: the student(s) a submission is, [] when none for sure."""
-    index: dict[str, int] = {}
-    ambiguous: set[str] = set()
-    for position, student in enumerate(roster.students):
-        values = student.identifiers() or [student.name]
-        for key in set().union(*(_keys(value) for value in values)):
-            if key in index and index[key] != position:
-                ambiguous.add(key)
-            index[key] = position
+    """A function (name, origin) -> [roster index]: the student(s) a submission is, [] when none for sure. A
+    value that names two students is no answer in its tier (TIERS, tried in order)."""
+    tiers: list[tuple[dict[str, int], set[str], Callable[[str], str]]] = []
+    for values_of, spell in TIERS:
+        index: dict[str, int] = {}
+        ambiguous: set[str] = set()
+        for position, student in enumerate(roster.students):
+            for key in {spell(value) for value in values_of(student)}:
+                if key in index and index[key] != position:
+                    ambiguous.add(key)
+                index[key] = position
+        tiers.append((index, ambiguous, spell))
     canvas_ids = {s.canvas_id: p for p, s in enumerate(roster.students) if s.canvas_id}
     participants = {s.participant_id: p for p, s in enumerate(roster.students) if s.participant_id}
-    return lambda name, origin: _positions(name, origin, roster, index, ambiguous, canvas_ids, participants)
+    return lambda name, origin: _positions(name, origin, roster, tiers, canvas_ids, participants)
 
 
 def match(roster: Roster, results: Iterable[Result], origins: Origins | None = None
@@ -308,6 +353,36 @@ def match(roster: Roster, results: Iterable[Result], origins: Origins | None = N
     return chosen, notes
 
 
+def unmatched(roster: Roster, names: Iterable[str], origins: Origins | None = None) -> list[str]:
+    """The submissions (`names`, as grades.csv names them) that no roster row names."""
+    origins = origins or {}
+    find = _finder(roster)
+    return [name for name in names if not find(name, origins.get(name))]
+
+
+def refuse_unmatched(roster: Roster, results: Sequence[Graded], chosen: Mapping[int, Graded],
+                     origins: Origins | None = None) -> None:
+    """RosterError when a graded submission matches no roster row while some row has no submission: that row's
+    empty cell may be the very student whose file it is (an id Excel rewrote, a file sent under another name),
+    and the import would clear or skip a grade the kit gave. A submission of someone the roster does not hold,
+    in a class whose every row has its grade, leaves no cell wrong: a note (match) says so."""
+    strays = unmatched(roster, [result.name for result in results], origins)
+    empty = [student for position, student in enumerate(roster.students) if position not in chosen]
+    if not strays or not empty:
+        return
+    listed = ", ".join(repr(name) for name in strays[:EXAMPLES]) + (", ..." if len(strays) > EXAMPLES else "")
+    rows = ", ".join(f"line {student.line} {_who(student)}" for student in empty[:EXAMPLES]) + (
+        ", ..." if len(empty) > EXAMPLES else "")
+    raise RosterError(
+        f"{roster.label}: {len(strays)} graded submission(s) match no roster row ({listed}) while "
+        f"{len(empty)} roster row(s) have no submission ({rows}): their empty cells may belong to those "
+        "submissions, and an import would skip or clear their grades. Make each submission name its student: "
+        "check the roster's ids (Excel turns 00126 into 126 and long ids into 5.00E+03: export it again and do "
+        "not open it in Excel), rename the file after the student's id or email, or add the student to the "
+        "roster; a student who left the course: take their file out of the class folder. Then run the same "
+        "command: only what changed is graded again")
+
+
 def _names_group(name: str, group: str, origins: Origins) -> bool:
     """Whether a submission is named after `group` (Canvas names a group's files after the group and one
     member; Moodle's team folders after the group), letters and digits compared without case."""
@@ -357,7 +432,7 @@ def _who(student):
     return repr(student.name or "?") + (f" ({', '.join(ids[:2])})" if ids else "")
 
 
-def _positions(name, origin, roster, index, ambiguous, canvas_ids, participants):
+def _positions(name, origin, roster, tiers, canvas_ids, participants):
     if origin:
         lms, key, who = origin.get("lms"), origin.get("key", ""), origin.get("student", "")
         if lms == "canvas" and key in canvas_ids:
@@ -370,19 +445,20 @@ def _positions(name, origin, roster, index, ambiguous, canvas_ids, participants)
                 return members
     positions = []
     for part in str(name).split("+"):
-        found = _find(part, index, ambiguous, canvas_ids, participants)
+        found = _find(part, tiers, canvas_ids, participants)
         if found is None:
             return []
         positions.append(found)
     return positions
 
 
-def _find(part, index, ambiguous, canvas_ids, participants):
+def _find(part, tiers, canvas_ids, participants):
     candidates = [part, re.sub(r"\.(py|ipynb)$", "", part)]  # alice.py / alice.ipynb: both files kept
-    for candidate in candidates:
-        key = candidate.casefold()
-        if key in index and key not in ambiguous:
-            return index[key]
+    for index, ambiguous, spell in tiers:
+        for candidate in candidates:
+            key = spell(candidate)
+            if key in index and key not in ambiguous:
+                return index[key]
     trailing = re.search(r"_(\d+)$", part)
     if trailing and trailing.group(1) in canvas_ids:
         return canvas_ids[trailing.group(1)]
@@ -534,6 +610,7 @@ def write_lms_files(out: str | Path, results: Sequence[Graded], maxima: Mapping[
         roster = read_roster(roster_path)
     check_match(roster, [result.name for result in results], origins)  # before any file is written
     chosen, notes = match(roster, results, origins)
+    refuse_unmatched(roster, results, chosen, origins)
     points = sum(maxima.values())
     canvas_total, canvas_note = canvas_points(roster, points)
     writes_moodle = _has_identifier(roster, MOODLE_KEYS)

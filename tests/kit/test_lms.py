@@ -206,9 +206,16 @@ def test_unknown_and_duplicate_submissions_are_reported_not_guessed(tmp_path, ma
     roster = write_csv(tmp_path / "roster.csv", [["Student", "Username"], *([p["name"], p["login"]] for p in people)])
     graded = [result(f"{people[0]['login']}.py", 30, suite), result(f"{people[0]['login']}.ipynb", 80, suite),
               result("mallory", 100, suite)]
+    # mallory may be a student whose row is empty: no file, rather than an import that skips or clears a grade
+    with pytest.raises(lms.RosterError, match=r"1 graded submission\(s\) match no roster row \('mallory'\) while 2 "
+                                              r"roster row\(s\) have no submission \(line 3 .*line 4 "):
+        lms.write_lms_files(tmp_path, graded, maxima, roster)
+    assert not any(tmp_path.glob("*_grades.csv"))
+    # every row has its grade: mallory, whom the roster does not hold, is a note
+    graded += [result(people[1]["login"], 60, suite), result(people[2]["login"], 50, suite)]
     notes = lms.write_lms_files(tmp_path, graded, maxima, roster)
     _, rows = read_csv(tmp_path / "moodle_grades.csv")
-    assert [row[-1] for row in rows[1:]] == ["80", "", ""]
+    assert [row[-1] for row in rows[1:]] == ["80", "60", "50"]
     assert any("mallory: matches no single student" in note for note in notes)
     assert any("two submissions" in note and "80" in note for note in notes)
 

@@ -127,7 +127,7 @@ def test_a_roster_of_another_class_stops_instead_of_writing_blanks(tmp_path, sui
     assert not (tmp_path / "canvas_grades.csv").exists()
 
 
-def test_other_headers_and_under_half_matched_are_refused_half_is_enough(tmp_path, suite, maxima):
+def test_other_headers_under_half_matched_and_rows_left_to_files_that_name_nobody_are_refused(tmp_path, suite, maxima):
     # A hand-made list whose names are not how the files are named: nothing matches.
     roster = write_csv(tmp_path / "names.csv", [["Name", "Section"], ["Jane Doe", "A"], ["Zoë Núñez", "A"]])
     graded = [result(name, 50, suite) for name in ("jdoe", "znunez")]
@@ -144,12 +144,52 @@ def test_other_headers_and_under_half_matched_are_refused_half_is_enough(tmp_pat
     with pytest.raises(lms.RosterError, match=r"matches 1 of the class's 3 submission\(s\) \(expected: at least 2"):
         lms.write_lms_files(tmp_path, graded, maxima, worksheet, origins=origins)
     assert not any(tmp_path.glob("*_grades.csv")) and not (tmp_path / "moodle_worksheet.csv").exists()
-    # Half is enough (a class where some sent files under other names): written, the rest reported.
+    # Half found, files that name nobody, and rows without a file: which row is whose nothing says, so no file
+    # (the import would leave those rows' grades empty, or clear them).
     graded, origins = canvas_class(suite, people=PEOPLE[:2])
     graded += [result("mallory", 10, suite), result("anon_77", 20, suite)]
+    with pytest.raises(lms.RosterError, match=r"2 graded submission\(s\) match no roster row \('mallory', 'anon_77'\)"):
+        lms.write_lms_files(tmp_path, graded, maxima, canvas_gradebook(tmp_path / "gb.csv"), origins=origins)
+    assert not (tmp_path / "canvas_grades.csv").exists()
+    # Every row found: a file of someone the roster does not hold is written nowhere but grades.csv, and said.
+    graded, origins = canvas_class(suite, scores=(90, 70, 100, 40))
+    graded += [result("mallory", 10, suite)]
     notes = lms.write_lms_files(tmp_path, graded, maxima, canvas_gradebook(tmp_path / "gb.csv"), origins=origins)
-    assert [row[-1] for row in rows_of(tmp_path / "canvas_grades.csv")[2:]] == ["90", "70", "", ""]
+    assert "" not in [row[-1] for row in rows_of(tmp_path / "canvas_grades.csv")[2:]]
     assert any("mallory: matches no single student" in note for note in notes)
+
+
+def test_ids_a_spreadsheet_rewrote_are_found_or_refused_never_left_empty(tmp_path, suite, maxima):
+    """Blind gradebook review: Excel's `5001.0` and an SIS id without its leading zeros left a student who had
+    submitted with an empty cell ("did not submit"), exit 0; `5.00E+03` has lost the id's digits."""
+    rows = [CANVAS, ["    Points Possible", "", "", "", "", "100.00"]]
+    rows += [[name, f"{ident}.0", sis.lstrip("S").lstrip("5"), login, "A", ""] for name, ident, sis, login in PEOPLE]
+    graded, origins = canvas_class(suite, scores=(90, 70, 100, 40))
+    lms.write_lms_files(tmp_path, graded, maxima, write_csv(tmp_path / "excel.csv", rows), origins=origins)
+    assert [row[1] for row in rows_of(tmp_path / "canvas_grades.csv")[2:]] == ["5000", "5001", "5002", "5003"]
+    assert [row[-1] for row in rows_of(tmp_path / "canvas_grades.csv")[2:]] == ["90", "70", "100", "40"]
+    # a Gradescope export names a submission by its SID: '00126' where the roster (through Excel) has 126
+    plain = write_csv(tmp_path / "sids.csv", [["Name", "SID", "Email"], ["Donald Knuth", "126", "dk@x.org"],
+                                              ["Ada Lovelace", "815", "al@x.org"]])
+    lms.write_lms_files(tmp_path, [result("00126", 80, suite), result("815", 60, suite)], maxima, plain)
+    assert [row[-1] for row in rows_of(tmp_path / "moodle_grades.csv")[1:]] == ["80", "60"]
+    # two ids that differ only by leading zeros: neither is guessed (the rows are refused, not filled)
+    both = write_csv(tmp_path / "both.csv", [["Name", "SID"], ["A", "0126"], ["B", "00126"], ["C", "9"]])
+    with pytest.raises(lms.RosterError, match="match no roster row"):
+        lms.write_lms_files(tmp_path, [result("126", 80, suite), result("9", 60, suite)], maxima, both)
+    lost = [[*row[:1], "5.00E+03", *row[2:]] if index == 3 else row for index, row in enumerate(rows)]
+    with pytest.raises(lms.RosterError, match=r"line 4 Canvas user id '5.00E\+03'.*Export the roster again"):
+        lms.read_roster(write_csv(tmp_path / "lost.csv", lost))
+
+
+def test_a_name_is_found_exactly_before_it_is_found_as_a_file_name(tmp_path, suite, maxima):
+    """`alice smith` and `alice_smith` are two students: each file goes to its own row, exact spelling first."""
+    roster = write_csv(tmp_path / "names.csv", [["Student", "Email"], ["alice smith", "as1@x.edu"],
+                                                ["alice_smith", "as2@x.edu"], ["Bob Jones", "bj@x.edu"]])
+    # a row with an email is found by its name as well (a folder named after the student: `Bob Jones/`)
+    graded = [result("alice smith", 100, suite), result("alice_smith", 79.75, suite), result("Bob_Jones", 50, suite)]
+    lms.write_lms_files(tmp_path, graded, maxima, roster)
+    assert [row[-1] for row in rows_of(tmp_path / "moodle_grades.csv")[1:]] == ["100", "79.75", "50"]
 
 
 def test_a_canvas_export_with_semicolons_or_first_and_last_name_columns_is_read(tmp_path, suite, maxima):
