@@ -103,7 +103,7 @@ def grade_command(args):
             raise UsageError(f"{out} holds a graded class; grade this file into another OUT, or regrade a student "
                              f"of that class: make regrade STUDENT=<name> SUBMISSION={args.path} OUT={out}")
         if not single:
-            finished_note(out, finish_pending(out, maxima))  # a regrade stopped before its records were written
+            finished_note(out, finish_pending(out, maxima, grading_follows=True))  # a regrade stopped midway
         record = class_record.read_record(out) if not single else {}
         if not single:
             record = class_run_record(record, collected, args)
@@ -595,6 +595,13 @@ def regraded(out, name, path, record, suite, args):
     except stopping.Stopped as stop:
         stop.graded = None  # the old verdict and the class files stand: the message must not count the staged one
         raise
+    others = [known for known in record.get("final") or {} if known != name]
+    unreadable = class_results(out, others)[1]
+    if unreadable:  # before the journal: nothing recorded, and no journal that cannot be finished
+        shutil.rmtree(staging, ignore_errors=True)
+        raise UsageError(f"{_listed(unreadable)}: cannot be read, so the class files cannot be written with {name}'s "
+                         f"new verdict; nothing was recorded. Grade the class again ({regrade_hint(out)}): it grades "
+                         "those files anew; then regrade")
     try:
         class_record.write_pending(out, list(record.get("final") or {}), record, regrade=name)
         return finish_pending(out, maxima)
@@ -631,10 +638,36 @@ def current_record(out):
     return pending["record"] if pending else class_record.read_record(out)
 
 
-def finish_pending(out, maxima=None):
+def class_results(out, names):
+    """([the results of `names` in OUT/results], [(name, why) for those missing or unreadable])."""
+    graded, unreadable = [], []
+    for name in names:
+        path = Path(out) / "results" / f"{name}.json"
+        try:
+            graded.append(results_io.read_results_json(path))
+        except FileNotFoundError:
+            unreadable.append((name, "missing"))
+        except (OSError, ValueError) as error:
+            unreadable.append((name, f"{type(error).__name__}: {error}"[:120]))
+    return graded, unreadable
+
+
+def _listed(unreadable):
+    return "; ".join(f"results/{name}.json ({why})" for name, why in unreadable[:5]) + (
+        f"; and {len(unreadable) - 5} more" if len(unreadable) > 5 else "")
+
+
+def regrade_hint(out):
+    """The command that grades OUT's class again (its recorded source), for messages."""
+    source = class_record.read_record(out).get("source") or current_record(out).get("source")
+    return f"make grade SUBMISSION={source} OUT={out}" if source else f"make grade SUBMISSION=<the class> OUT={out}"
+
+
+def finish_pending(out, maxima=None, grading_follows=False):
     """Finish the class files a stopped run journalled (class_record.PENDING): move a regrade's staged verdict
     in, write the class files, remove the journal. Returns (record, the class's results), or None when there
-    was none. Every command on OUT calls it first, holding OUT."""
+    was none. Every command on OUT calls it first, holding OUT. A result that cannot be read refuses (UsageError)
+    and keeps the journal, unless a grade of the class follows (`grading_follows`), which grades it again."""
     out = Path(out)
     try:
         pending = class_record.read_pending(out)
@@ -654,8 +687,16 @@ def finish_pending(out, maxima=None):
             (out / stale).unlink(missing_ok=True)
     if maxima is None:
         maxima = max_points(discover())
-    graded = [results_io.read_results_json(out / "results" / f"{known}.json") for known in pending["names"]
-              if (out / "results" / f"{known}.json").is_file()]
+    graded, unreadable = class_results(out, pending["names"])
+    if unreadable and grading_follows:  # this grade grades them again and writes every class file
+        class_record.write_record(out, record)  # what the stopped run had to record (a regrade's file, overrides)
+        done_pending(out)
+        log.info(terminal(f"{_listed(unreadable)}: cannot be read; graded again by this run"))
+        return None
+    if unreadable:  # class files without them would describe another class: the journal stays for the grade
+        raise UsageError(f"{out}: a run stopped before writing its class files, and {_listed(unreadable)} cannot "
+                         f"be read now, so they cannot be written. Grade the class again into it ({regrade_hint(out)}"
+                         "): it grades those files anew and writes every class file")
     try:
         record = write_class_files(out, graded, maxima, record)
     except UsageError:  # the LMS files refused, everything else written: recorded as far as it can be
@@ -703,10 +744,28 @@ def report_command(args):
     if (out / class_record.PENDING).is_file():  # a run stopped while writing its class files: record them all
         finished_note(out, finish_pending(out))
     refuse_unfinished(out, "the report")
+    refuse_disagreeing_results(out)
     if args.pages:
         feedback.write_pages(out, force=True)
     print(report.write_report(out))
     return 0
+
+
+def refuse_disagreeing_results(out):
+    """UsageError when OUT/results/ no longer holds the class grades.csv was written from (a results file removed,
+    or one added by hand): a report of it would leave a student out, or count one grades.csv does not have."""
+    final = class_record.read_record(out).get("final")
+    if final is None:  # an OUT of an older kit, or a slice: results/ is all there is
+        return
+    present = {path.stem for path in (Path(out) / "results").glob("*.json")}
+    missing, extra = sorted(set(final) - present), sorted(present - set(final))
+    if missing or extra:
+        said = "; ".join(part for part in (
+            f"{len(missing)} result(s) of the class missing ({', '.join(missing[:5])})" if missing else "",
+            f"{len(extra)} result(s) of no student of the class ({', '.join(extra[:5])})" if extra else "") if part)
+        raise UsageError(f"{out}/results/ does not hold the class its grades.csv was written from: {said}. Grade the "
+                         f"class again into it ({regrade_hint(out)}): it grades what is missing and rewrites every "
+                         "class file; nothing was written")
 
 
 def refuse_unfinished(out, what):

@@ -38,20 +38,23 @@ CauseCount = tuple[str, str, list[str]]  # (cause, step, submission names)
 LimitRow = tuple[str, dict[str, Any]]  # (submission name, the limit it hit: step, kind, message)
 
 
+# (removing the file instead would leave the student out of the report, beside a grades.csv that grades them)
+AGAIN = "grade that submission again (make regrade STUDENT={}, or the class's make grade command)"
+
+
 class ResultsError(ValueError):
     """A file in OUT/results/ that is not a results file of this grader: the message names it."""
 
 
 def read_results(path: Path) -> SubmissionResult:
     """The result one results file holds; ResultsError, naming the file, for one that is not this grader's."""
-    not_ours = ResultsError(f"{path} is not a results file of this grader: regrade that submission or remove the file")
+    not_ours = ResultsError(f"{path} is not a results file of this grader: {AGAIN.format(Path(path).stem)}")
     try:
         return SubmissionResult.from_json(path.read_text(encoding="utf-8"), path.stem)
     except ResultsFormatError:
         raise not_ours from None
     except (OSError, ValueError) as error:  # UnicodeDecodeError is a ValueError
-        raise ResultsError(f"{path} cannot be read ({str(error)[:120]}): regrade that submission or remove "
-                           "the file") from None
+        raise ResultsError(f"{path} cannot be read ({str(error)[:120]}): {AGAIN.format(path.stem)}") from None
 
 
 def load(out: str | Path) -> tuple[list[Submission], dict[str, float]]:
@@ -67,8 +70,7 @@ def load(out: str | Path) -> tuple[list[Submission], dict[str, float]]:
                 found = diagnosis.diagnose(result.tests)
             limits = [limit for limit in result.limits or [] if Limit.parse(limit.get("kind"))]
         except (TypeError, ValueError, AttributeError):  # a field of the wrong type: not this grader's file
-            raise ResultsError(f"{path} is not a results file of this grader: regrade that submission or "
-                               "remove the file") from None
+            raise ResultsError(f"{path} is not a results file of this grader: {AGAIN.format(path.stem)}") from None
         submissions.append(Submission(result.name, result.score, result.rounded_steps(), result.seconds,
                                       result.problems, found, limits, result.tests))
     return submissions, maxima

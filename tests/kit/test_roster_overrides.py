@@ -395,3 +395,67 @@ def test_a_regrade_by_a_name_two_students_share_is_refused(tmp_path, capsys):
     assert cli.main(["regrade", "Jo Li", "--out", str(tmp_path)]) == 2
     assert "'Jo Li' names more than one student of the roster" in capsys.readouterr().err
     assert not (tmp_path / "results").exists()
+
+
+# -- results/ that no longer holds the class (blind gradebook review) -------------------------------------------
+def test_a_result_cut_short_refuses_a_regrade_of_another_before_its_journal_and_its_own_regrade_mends_it(
+        graded_class, tmp_path, capsys):
+    """Before: `regrade bob` over a truncated results/alice.json crashed (JSONDecodeError) after writing its
+    journal, and every later command on OUT, the suggested `regrade alice` included, crashed the same way."""
+    _, graded = graded_class
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    alice = out / "results" / "alice.json"
+    alice.write_bytes(alice.read_bytes()[:300])
+    before = snapshot(out)
+    code = cli.main(["regrade", "bob", "--out", str(out), "--time-limit", "60"])
+    err = capsys.readouterr().err
+    assert code == 2 and "results/alice.json (" in err and "nothing was recorded" in err, err
+    assert f"make grade SUBMISSION={graded_class[0] / 'class'}" in err and "Traceback" not in err
+    assert not (out / class_record.PENDING).exists() and snapshot(out) == before
+    code = cli.main(["report", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "alice.json cannot be read" in err and "STUDENT=alice" in err, err
+    assert cli.main(["regrade", "alice", "--out", str(out), "--time-limit", "60"]) == 0
+    assert cli.main(["report", "--out", str(out)]) == 0
+    capsys.readouterr()
+
+
+def test_a_report_over_results_that_lost_or_gained_a_file_is_refused(graded_class, tmp_path, capsys):
+    """Before: with results/carol.json removed, the report counted 2 submissions and named carol nowhere, exit 0,
+    beside a grades.csv and LMS files that still gave her a grade."""
+    _, graded = graded_class
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    (out / "results" / "carol.json").rename(tmp_path / "carol.json")
+    code = cli.main(["report", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "1 result(s) of the class missing (carol)" in err and "make grade SUBMISSION=" in err, err
+    (tmp_path / "carol.json").rename(out / "results" / "mallory.json")
+    code = cli.main(["report", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "missing (carol)" in err and "1 result(s) of no student of the class (mallory)" in err
+
+
+def test_a_journal_whose_results_cannot_be_read_is_finished_by_grading_the_class_again(graded_class, tmp_path,
+                                                                                       capsys):
+    """A run stopped before its class files, then a result damaged: every command refuses, naming the file and the
+    grade that mends it, and that grade does (no traceback, no OUT stuck)."""
+    folder, graded = graded_class
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    record = class_record.read_record(out)
+    class_record.write_pending(out, list(record["final"]), record)
+    (out / "results" / "carol.json").write_text("{", encoding="utf-8")
+    for command in (["report", "--out", str(out)], ["regrade", "bob", "--out", str(out), "--time-limit", "60"]):
+        code = cli.main(command)
+        err = capsys.readouterr().err
+        assert code == 2 and "results/carol.json (" in err and "Grade the class again into it" in err, err
+        assert (out / class_record.PENDING).exists()
+    code = cli.main(["grade", str(folder / "class"), "--out", str(out), "--time-limit", "60"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert not (out / class_record.PENDING).exists()
+    assert results_io.read_results_json(out / "results" / "carol.json").score == TOTAL_POINTS
+    assert cli.main(["report", "--out", str(out)]) == 0
+    capsys.readouterr()
