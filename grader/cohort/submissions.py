@@ -1,5 +1,6 @@
 """Turn the PATH given to `grade` into named submission files: a file, a folder or a zip."""
 
+import functools
 import os
 import re
 import stat
@@ -11,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.check.loader import MAX_NOTEBOOK_BYTES
+from grader.check.loader import MAX_NOTEBOOK_BYTES, SubmissionError, read_chunks
 from grader.cohort import lms_names
 from grader.errors import UsageError
-from grader.paths import SOLUTION
+from grader.paths import SOLUTION, STARTERS
 from grader.text import clean, safe_name
 
 SUFFIXES = (".py", ".ipynb")
@@ -175,18 +176,43 @@ def _exercise_named(filename):
 
 
 # Why a student's file was graded before the next, by the first part of `_rank` that told them apart
-RANK_REASONS = ("the exercise's file", "the exercise's exact name", "a .py before a notebook",
-                "the latest upload", "the latest copy", None)
+RANK_REASONS = ("the other is the exercise file as handed out, unchanged", "the exercise's file",
+                "the exercise's exact name", "a .py before a notebook", "the latest upload", "the latest copy", None)
 
 
-def _rank(filename, file_id=0):
-    """Sort key of one student's code files, the one graded first: the exercise's file (any case, any copy
-    mark), under its exact name before another case (`attention.py` before `Attention.py`), a .py before a
+def _rank(filename, file_id=0, path=None):
+    """Sort key of one student's code files, the one graded first: not the starter file as handed out (a student
+    who uploaded it beside their notebook did their work in the notebook), the exercise's file (any case, any
+    copy mark), under its exact name before another case (`attention.py` before `Attention.py`), a .py before a
     notebook, then the latest: the highest file id where the LMS numbers uploads (Canvas's ids only grow),
     else the highest copy (`attention-2.py` after `attention-1.py` after `attention.py`)."""
     base, copy = _copy_of(filename)
-    return (base.casefold() != EXERCISE.casefold(), base != EXERCISE, Path(filename).suffix != ".py",
-            -file_id, -copy, filename)
+    return (path is not None and _unchanged_starter(path), base.casefold() != EXERCISE.casefold(), base != EXERCISE,
+            Path(filename).suffix != ".py", -file_id, -copy, filename)
+
+
+def _code_text(path):
+    """A file's code, as the loader splits it (a notebook's code cells), each line's end spaces left out."""
+    return "\n".join(line.rstrip() for chunk in read_chunks(path) for line in chunk.source.splitlines())
+
+
+@functools.cache
+def _starter_codes():
+    codes = set()
+    for starter in STARTERS:
+        try:
+            codes.add(_code_text(starter))
+        except (OSError, ValueError, SubmissionError):  # not there (an autograder holds no exercises/): no starter
+            pass
+    return codes
+
+
+def _unchanged_starter(path):
+    """True for a file whose code is the starter's, as handed out (only ever compared, never run)."""
+    try:
+        return _code_text(path) in _starter_codes()
+    except (OSError, ValueError, SubmissionError):
+        return False
 
 
 def _graded_note(label, ranked):
@@ -195,7 +221,7 @@ def _graded_note(label, ranked):
     told_apart = next((index for index, (a, b) in enumerate(zip(key, runner_up)) if a != b), -1)  # -1: same name
     reason = RANK_REASONS[told_apart]
     if reason == "the latest upload":
-        reason += f": Canvas file id {-key[3]}"
+        reason += f": Canvas file id {-key[4]}"
     return (f"{label}: several code files; graded {first}{f' ({reason})' if reason else ''}, not "
             + ", ".join(name for name, _ in ranked[1:]))
 
@@ -313,14 +339,15 @@ def _choose(top, files, name, collected, label):
     """The file graded for a student among the code files of their folder, as `_rank` orders them (the
     exercise's file under its exact name, a .py before a notebook, the latest copy), and which one and why
     is said when there were several."""
-    ranked = sorted(files, key=lambda parts: _rank(parts[-1]))
+    ranked = sorted(files, key=lambda parts: _rank(parts[-1], path=top.joinpath(*parts)))
     path = top.joinpath(*ranked[0])
     if path in collected.unpacked_not:
         collected.rejected.append((name, collected.unpacked_not[path]))
     else:
         collected.submissions.append((name, path))
     if len(ranked) > 1:
-        collected.problems.append(_graded_note(label, [(clean(parts[-1]), _rank(parts[-1])) for parts in ranked]))
+        collected.problems.append(_graded_note(label, [(clean(parts[-1]), _rank(parts[-1], path=top.joinpath(*parts)))
+                                                           for parts in ranked]))
 
 
 def _note_not_code(top, prefix, tree, collected, keep=None):
@@ -382,7 +409,7 @@ def _name_by_lms(folder, collected):
         files.setdefault((origin.key, origin.student), []).append((name, origin, path))
     named = []
     for group in files.values():
-        ranked = sorted(((_rank(origin.original, _file_id(canvas, folder, path)), name, origin, path)
+        ranked = sorted(((_rank(origin.original, _file_id(canvas, folder, path), path), name, origin, path)
                          for name, origin, path in group), key=lambda item: item[0])
         _, name, origin, path = ranked[0]
         named.append((name, path))

@@ -11,5 +11,6 @@ SOLUTIONS = ROOT / "solutions"
 SOLUTION = SOLUTIONS / "attention.py"
 CHAPTER_TEXT = SOLUTIONS / "chapter.md"
 RELEASE_SOURCES = SOLUTIONS / "release"
+STARTERS = (ROOT / "exercises" / "attention.py", ROOT / "exercises" / "attention.ipynb")  # as handed out (generated)
 TESTS = ROOT / "tests"
 SAMPLE_CLASS = ROOT / "samples" / "class"

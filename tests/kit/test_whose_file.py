@@ -359,3 +359,22 @@ def test_the_report_names_a_file_that_could_not_be_graded(tmp_path, suite, maxim
     assert "no known cause" not in text and "partly did not load" not in text and "had parts" not in text
     assert html.escape(f"not graded: {why}") in text
     assert not report.undiagnosed(submissions, maxima)
+
+
+@pytest.mark.parametrize("kind", ["folder", "zip"])
+def test_the_starter_file_uploaded_beside_the_work_is_not_the_one_graded(tmp_path, kind):
+    """Blind gradebook review: a Canvas student uploaded the untouched `attention.py` and, later, their finished
+    notebook; "a .py before a notebook" graded the starter: 0 instead of 100, exit 0. A file whose code is the
+    starter's as handed out (exercises/, only compared, never run) now comes after any other; alone, it is graded
+    (and earns what an unfinished file earns)."""
+    starter = (ROOT / "exercises" / "attention.py").read_text(encoding="utf-8")
+    work = (ROOT / "samples" / "class" / "grace_hopper.ipynb").read_text(encoding="utf-8")  # a notebook worked in
+    files = {"lovelaceada_5001_9001_attention.py": starter.replace("\n", "  \n"),  # end spaces: still the starter
+             "lovelaceada_5001_9002_attention.ipynb": work, "turingalan_5002_9003_attention.py": starter}
+    collected = collect_as(kind, tmp_path, files)
+    try:
+        assert graded(collected) == {"lovelaceada_5001": work, "turingalan_5002": starter}
+        assert ("lovelaceada_5001: several code files; graded attention.ipynb (the other is the exercise file as "
+                "handed out, unchanged), not attention.py") in collected.problems, collected.problems
+    finally:
+        collected.cleanup()
