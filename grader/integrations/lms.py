@@ -478,9 +478,13 @@ def _score(result, scores=None, scale=1.0):
 def _number(cell):
     """A maximum as Canvas or Moodle writes it ("50.00"; "50,00" in a decimal-comma export), else None."""
     text = (cell or "").strip()
-    if not re.fullmatch(r"\d+(?:[.,]\d+)?", text):
+    if re.fullmatch(r"\d+(?:[.,]\d+)?", text):
+        return float(text.replace(",", "."))
+    # grouped thousands, "1,000.00" or "1.000,00" (or a space): the group mark is never the decimal one
+    grouped = re.fullmatch(r"\d{1,3}(?P<mark>[.,\s\u00a0\u202f])\d{3}(?:(?P=mark)\d{3})*(?:(?P<point>[.,])\d+)?", text)
+    if not grouped or grouped["mark"] == grouped["point"]:
         return None
-    return float(text.replace(",", "."))
+    return float(text.replace(grouped["mark"], "").replace(",", "."))
 
 
 def canvas_points(roster: Roster, total: float) -> tuple[float, str | None]:

@@ -336,6 +336,12 @@ def test_moodle_grades_csv_is_on_the_worksheets_maximum_grade_as_the_worksheet_i
     assert [row[-1] for row in read_csv(tmp_path / "moodle_grades.csv")[1][1:]] == partly
     assert any("the Maximum Grade of 1 worksheet row(s) is not a number (line 4 'Very good'): their scores are out "
                f"of the kit's {TOTAL_POINTS:g}" in note for note in notes), notes
+    # Blind gradebook review: a maximum with grouped thousands ("1.000,00") was unread, and that row's grade went
+    # out of the kit's total beside rows out of 20.
+    notes = lms.write_lms_files(tmp_path, graded, maxima, worksheet(lambda maximum: "1.000,00" if maximum == "10,00"
+                                                                    else maximum))
+    assert [row[4] for row in read_csv(tmp_path / "moodle_worksheet.csv")[1][1:]][2] == on_scale(96.75, 1000)
+    assert not [note for note in notes if "not a number" in note]
 
 
 GROUPS = ("name,canvas_user_id,group_name\n"
