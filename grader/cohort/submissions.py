@@ -291,6 +291,28 @@ def _collect_folder(top, collected):
         else:
             _student(tree, top, root + (name,), _student_name(name), collected, clean(name))
     _name_by_lms(folder, collected)
+    _reject_uploads_without_code(folder, collected)
+
+
+def _reject_uploads_without_code(folder, collected):
+    """Students of a Canvas or Moodle download whose upload holds no code (a zip, a PDF, a folder of other
+    files): a zero that says what was handed in. Skipped in silence, they were shown as "did not submit", and the
+    LMS files left their cells empty."""
+    named = {name for name, _ in collected.submissions} | {name for name, _ in collected.rejected}
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith((".", "__")) or entry.is_symlink():
+            continue
+        owner = None
+        if entry.is_file() and entry.suffix not in SUFFIXES:
+            canvas, moodle = lms_names.parse_canvas_name(entry.name), lms_names.parse_moodle_file(entry.name)
+            owner = canvas.name if canvas else moodle.name if moodle and moodle.plugin == "file" else None
+        elif entry.is_dir():
+            moodle = lms_names.parse_moodle_folder(entry.name)
+            owner = moodle.name if moodle and moodle.plugin == "file" else None
+        if owner and owner not in named:
+            named.add(owner)
+            collected.rejected.append((owner, f"{clean(entry.name)} was handed in: not a .py or .ipynb file, so "
+                                              "nothing could be graded. Submit the exercise's .py or notebook itself"))
 
 
 def _student_name(folder_name):

@@ -529,9 +529,16 @@ def canvas_csv(roster: Roster, chosen: Mapping[int, Graded], points_possible: fl
     rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", roster.canvas_column],
             ["Points Possible", "", "", "", "", f"{points_possible:g}"]]
     for position, student in enumerate(roster.students):
-        rows.append([student.name, student.canvas_id, student.sis_user_id, student.sis_login_id, student.section,
-                     _score(chosen.get(position), scores, scale)])
+        cell = "EX" if excused(roster, student) else _score(chosen.get(position), scores, scale)
+        rows.append([student.name, student.canvas_id, student.sis_user_id, student.sis_login_id, student.section, cell])
     return _csv(rows)
+
+
+def excused(roster: Roster, student: RosterStudent) -> bool:
+    """Whether the Canvas export marks the student excused (`EX`) in the column the kit fills: a score imported
+    there would take the excuse away, so the cell stays EX."""
+    index = roster.canvas_index
+    return index is not None and index < len(student.row) and student.row[index].strip().upper() == "EX"
 
 
 MOODLE_IDENTIFIERS = (("email", "Email address"), ("username", "Username"), ("idnumber", "ID number"))
@@ -635,6 +642,11 @@ def write_lms_files(out: str | Path, results: Sequence[Graded], maxima: Mapping[
     if roster.worksheet:
         write_atomic(Path(out) / "moodle_worksheet.csv", moodle_worksheet(roster, chosen, scores, scales))
         notes += moodle_notes
+    kept = [student.name or _who(student) for student in roster.students if excused(roster, student)]
+    if kept and _has_identifier(roster, CANVAS_IDENTIFIERS):
+        notes.append(f"canvas_grades.csv: {len(kept)} student(s) excused in {roster.label} keep EX, not the kit's "
+                     f"score ({', '.join(kept[:EXAMPLES])}{', ...' if len(kept) > EXAMPLES else ''}): to grade them, "
+                     "remove the excuse in Canvas, export again and run the same command")
     missing = len(roster.students) - len(chosen)
     if missing:
         notes.append(f"{missing} of {len(roster.students)} roster students have no submission: their cells are "

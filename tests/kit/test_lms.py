@@ -149,7 +149,7 @@ def test_canvas_bulk_zip_graded_into_canvas_csv(tmp_path, clean, stub):
     with zipfile.ZipFile(archive, "w") as zipped:
         zipped.writestr(f"doejane_{people[0]['id']}_811_attention.py", clean)
         zipped.writestr(f"nunezzoe_late_{people[1]['id']}_812_attention.py", stub)  # late, and a real zero
-        zipped.writestr(f"orstedase_{people[2]['id']}_813_notes.txt", "I ran out of time")  # nothing to grade
+        zipped.writestr(f"orstedase_{people[2]['id']}_813_notes.txt", "I ran out of time")  # handed in, no code
         zipped.writestr(f"obrienseán_{people[3]['id']}_814_attention-1.py", clean)  # Canvas renamed a resubmission
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "grader", "grade", str(archive), "--roster", str(roster),
@@ -160,10 +160,10 @@ def test_canvas_bulk_zip_graded_into_canvas_csv(tmp_path, clean, stub):
         graded = {row["submission"]: row["total"] for row in csv.DictReader(stream)}
     full = f"{TOTAL_POINTS:g}"
     assert graded == {f"doejane_{people[0]['id']}": full, f"nunezzoe_{people[1]['id']}": "0",
-                      f"obrienseán_{people[3]['id']}": full}
+                      f"orstedase_{people[2]['id']}": "0", f"obrienseán_{people[3]['id']}": full}
     _, rows = read_csv(out / "canvas_grades.csv")
     assert rows[0] == [*CANVAS_HEADER, lms.ASSIGNMENT_TITLE] and rows[1][0] == "Points Possible"
-    assert [row[5] for row in rows[2:]] == [full, "0", "", full, ""]
+    assert [row[5] for row in rows[2:]] == [full, "0", "0", full, ""]  # (a text file handed in: a zero, said)
     assert [row[1] for row in rows[2:]] == [p["id"] for p in people]
     assert (out / "moodle_grades.csv").is_file()
 

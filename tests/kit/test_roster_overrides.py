@@ -459,3 +459,14 @@ def test_a_journal_whose_results_cannot_be_read_is_finished_by_grading_the_class
     assert results_io.read_results_json(out / "results" / "carol.json").score == TOTAL_POINTS
     assert cli.main(["report", "--out", str(out)]) == 0
     capsys.readouterr()
+
+
+def test_a_student_excused_in_the_canvas_export_stays_excused(tmp_path, suite, maxima):
+    """Blind gradebook review: the export's EX for a student became the kit's score, with no note; imported, it
+    would take the excuse away."""
+    rows = [CANVAS, ["    Points Possible", "", "", "", "", "100.00"]]
+    rows += [[name, ident, sis, login, "A", "EX" if ident == "5001" else "45"] for name, ident, sis, login in PEOPLE]
+    graded, origins = canvas_class(suite, scores=(90, 70, 100, 40))
+    notes = lms.write_lms_files(tmp_path, graded, maxima, write_csv(tmp_path / "gb.csv", rows), origins=origins)
+    assert [row[-1] for row in rows_of(tmp_path / "canvas_grades.csv")[2:]] == ["90", "EX", "100", "40"]
+    assert any("1 student(s) excused in" in note and "Núñez, Zoë" in note for note in notes), notes

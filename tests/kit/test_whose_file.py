@@ -378,3 +378,28 @@ def test_the_starter_file_uploaded_beside_the_work_is_not_the_one_graded(tmp_pat
                 "handed out, unchanged), not attention.py") in collected.problems, collected.problems
     finally:
         collected.cleanup()
+
+
+@pytest.mark.parametrize("kind", ["folder", "zip"])
+def test_an_lms_upload_without_code_is_a_zero_that_says_what_was_handed_in(tmp_path, kind):
+    """Blind gradebook review: a Canvas student who uploaded a zip was skipped with a note, then shown as "did not
+    submit" in the report, their LMS cell empty, exit 0. Now a zero whose reason names the upload; a student whose
+    other upload is code keeps that code."""
+    files = {"lovelaceada_5001_9001_attention.py": "# ada\n", "liskovbarbara_5003_9004_submission.zip": "PK",
+             "hoppergrace_5004_9005_attention.py": "# grace\n", "hoppergrace_5004_9006_notes.pdf": "%PDF"}
+    collected = collect_as(kind, tmp_path, files)
+    try:
+        assert graded(collected) == {"lovelaceada_5001": "# ada\n", "hoppergrace_5004": "# grace\n"}
+        assert [name for name, _ in collected.rejected] == ["liskovbarbara_5003"]
+        assert collected.rejected[0][1].startswith("liskovbarbara_5003_9004_submission.zip ")  # (in a zip: "a zip
+        # inside the zip", as before)
+    finally:
+        collected.cleanup()
+    moodle = {"Jane Doe_123456_assignsubmission_file_/report.pdf": "%PDF",
+              "Ann Lee_123457_assignsubmission_file_/attention.py": "# ann\n"}
+    collected = collect_as(kind, tmp_path / "moodle", moodle)
+    try:
+        assert [why.split(" was ")[0] for _, why in collected.rejected] == ["Jane Doe_123456_assignsubmission_file_"]
+        assert len(graded(collected)) == 1
+    finally:
+        collected.cleanup()
