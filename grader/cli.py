@@ -190,6 +190,14 @@ def merge_command(args):
     out = Path(args.out)
     args.held.enter_context(hold_out(out))
     finished_note(out, finish_pending(out))  # a regrade stopped in this OUT: its class is complete first
+    regrades = {name: path for name, path in (class_record.read_record(out).get("regrades") or {}).items()
+                if name in found}
+    if regrades:  # the slices hold the verdicts of the class's own files: merged, they would undo the regrades
+        listed = ", ".join(f"{name} (from {path})" for name, path in list(regrades.items())[:5])
+        raise UsageError(f"{out} holds {len(regrades)} regrade(s) from another file than the class's: {listed}. "
+                         "Merging the slices again would put back the slices' verdicts in silence. Merge into a new "
+                         "OUT, then regrade those students there (make regrade STUDENT=<name> SUBMISSION=<file> "
+                         "OUT=<new>); nothing was written")
     others = sorted(path.stem for path in (out / "results").glob("*.json") if path.stem not in found)
     if others:  # the report, the feedback pages and the integrity page read OUT/results: they would show them
         raise UsageError(f"{out / 'results'} holds results of submissions that are not in this class "

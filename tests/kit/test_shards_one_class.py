@@ -225,3 +225,26 @@ def test_a_merge_applies_the_roster_and_overrides_the_slices_were_graded_with(ru
     assert float(rows["c_other"]["total"]) == 17
     assert "--overrides is applied instead of the overrides the slices were graded with (1 override(s) from " \
         "overrides.csv; no overrides)" in done.stderr, done.stderr
+
+
+@pytest.mark.slow(reason='uses runs: a class graded whole, in slices and again through `python -m grader` and make')
+def test_merging_again_into_a_class_with_a_regrade_from_another_file_is_refused(runs, tmp_path, grader_cli):
+    """Blind gradebook review: after `regrade STUDENT=x SUBMISSION=other.py` in the merged OUT, merging the same
+    slices into it again put back the slice's verdict for x, exit 0, though the docs say x stays graded from
+    the other file."""
+    from grader.cohort import class_record
+
+    out = tmp_path / "merged"
+    shutil.copytree(runs["root"] / "merged", out)
+    record = class_record.read_record(out)
+    record["regrades"] = {"d_other": str(runs["folder"] / "a_copy.py")}
+    class_record.write_record(out, record)
+    def files():  # (the lock file says which process held OUT last)
+        return {path.name: path.read_bytes() for path in out.rglob("*") if path.is_file() and path.name[0] != "."}
+
+    before = files()
+    refused = grader_cli("merge", *runs["slices"], "--out", out)
+    assert refused.returncode == 2, refused.stderr
+    assert "holds 1 regrade(s) from another file than the class's: d_other (from " in refused.stderr
+    assert "Merge into a new OUT" in refused.stderr
+    assert files() == before
