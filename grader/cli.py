@@ -539,6 +539,10 @@ def regrade_command(args):
         class_record.aliases_of(record).get(args.student))
     if name is None:
         shared = args.student in class_record.aliases_of(record)  # a name or id of several roster students
+        if not shared and args.student in class_record.absent_of(record):  # on the roster, no file in the class
+            raise UsageError(f"{args.student!r} is on the roster but has no submission in {out}, so there is no grade "
+                             f"to redo: put their file in the class's folder and grade the class again "
+                             f"({regrade_hint(out)}): only the new file is graded")
         raise UsageError(f"{args.student!r} " + ("names more than one student of the roster: give the submission's "
                          "name as in" if shared else "is not a submission of") + f" {out} (see its grades.csv)")
     graded_as_the_class(args, record)

@@ -22,6 +22,7 @@ import csv
 import difflib
 import hashlib
 import io
+import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -54,7 +55,9 @@ class Override:
 def read_overrides(path: str | Path) -> list[Override]:
     """The overrides in a CSV file; ValueError naming the line of the first bad row."""
     text = Path(path).read_text(encoding="utf-8-sig")
-    rows = list(csv.reader(io.StringIO(text)))
+    # ';' where Excel saves CSV for a locale whose decimal mark is a comma (and then "7,5" is 7.5 points)
+    semicolons = ";" in text.split("\n", 1)[0] and "," not in text.split("\n", 1)[0]
+    rows = list(csv.reader(io.StringIO(text), delimiter=";" if semicolons else ","))
     if not rows:
         return []
     header = [" ".join(cell.strip().lower().split()) for cell in rows[0]]
@@ -69,6 +72,8 @@ def read_overrides(path: str | Path) -> list[Override]:
         if not any(cell.strip() for cell in row):
             continue
         cell = {key: (row[index].strip() if index < len(row) else "") for key, index in where.items()}
+        if semicolons and re.fullmatch(r"\d+,\d+", cell["points"]):
+            cell["points"] = cell["points"].replace(",", ".")
         overrides.append(_parse(cell, f"{path}, line {line}", f"{Path(path).name}, line {line}"))
     return overrides
 

@@ -251,6 +251,18 @@ def test_an_override_of_a_missing_step_or_out_of_range_points_names_the_steps(tm
         read_overrides(overrides_file(tmp_path / "o.csv", "a,total,101,x"))
 
 
+def test_an_overrides_file_excel_saved_with_semicolons_is_read(tmp_path):
+    """Blind gradebook review: `student;step;points;reason`, as Excel saves CSV for a decimal-comma locale, was
+    refused with "no 'student' column"; its "7,5" is 7.5 points there (a comma file keeps refusing "7,5")."""
+    path = tmp_path / "o.csv"
+    path.write_text("student;step;points;reason\nalice;masking;7,5;agreed, in office hours\nbob;total;90;late\n",
+                    encoding="utf-8-sig")
+    assert [(o.student, o.step, o.points, o.reason) for o in read_overrides(path)] == [
+        ("alice", "masking", 7.5, "agreed, in office hours"), ("bob", "total", 90.0, "late")]
+    with pytest.raises(ValueError, match="points '7,5' is not a number"):
+        read_overrides(overrides_file(tmp_path / "c.csv", 'alice,masking,"7,5",x'))
+
+
 # -- end to end: a class of three graded once ---------------------------------------------------------
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory, clean, stub):
@@ -470,3 +482,15 @@ def test_a_student_excused_in_the_canvas_export_stays_excused(tmp_path, suite, m
     notes = lms.write_lms_files(tmp_path, graded, maxima, write_csv(tmp_path / "gb.csv", rows), origins=origins)
     assert [row[-1] for row in rows_of(tmp_path / "canvas_grades.csv")[2:]] == ["90", "EX", "100", "40"]
     assert any("1 student(s) excused in" in note and "Núñez, Zoë" in note for note in notes), notes
+
+
+def test_a_regrade_of_a_roster_student_without_a_submission_says_how_to_add_their_file(graded_class, capsys):
+    """Blind gradebook review: `regrade STUDENT=<id of a late submitter>` said only "is not a submission of OUT"."""
+    folder, graded = graded_class
+    for student in ("dave", "d@x.edu", "Dave D"):
+        code = cli.main(["regrade", student, "--out", str(graded)])
+        err = capsys.readouterr().err
+        assert code == 2 and "is on the roster but has no submission" in err, err
+        assert f"make grade SUBMISSION={folder / 'class'} OUT={graded}" in err
+    code = cli.main(["regrade", "zed", "--out", str(graded)])
+    assert code == 2 and "'zed' is not a submission of" in capsys.readouterr().err
