@@ -355,7 +355,7 @@ def check_class_run(args, collected):
     paths = {name: Path(regrades[name]) if regrades.get(name) and Path(regrades[name]).is_file() else path
              for name, path in collected.submissions}
     basis = before.get("override_files") or {}
-    args.override_files, refused = {}, []
+    args.override_files, refused = {}, regrade_conflicts(record, collected.submissions)
     for name in sorted(found):
         if paths.get(name):
             try:
@@ -482,6 +482,38 @@ def with_roster_and_overrides(record, args):
     return record
 
 
+def class_file_digest(record, name):
+    """The digest of the file the class's own source holds for `name` now (None: none, or the source is gone)."""
+    from grader.cohort.overrides import source_digest
+
+    try:
+        collected = collect(record["source"], record.get("zip_encoding"))
+    except (UsageError, KeyError, OSError):
+        return None
+    try:
+        path = dict(collected.submissions).get(name)
+        return source_digest(path) if path else None
+    finally:
+        collected.cleanup()
+
+
+def regrade_conflicts(record, submissions):
+    """Messages for students regraded from another file whose class file changed since (a resubmission in a new
+    download): which file counts is the instructor's to say, never chosen in silence."""
+    from grader.cohort.overrides import source_digest
+
+    regrades, basis = record.get("regrades") or {}, record.get("regrade_basis") or {}
+    messages = []
+    for name, path in submissions:
+        other = regrades.get(name)
+        if other and Path(other).is_file() and basis.get(name) and source_digest(path) != basis[name]:
+            messages.append(f"{name} was regraded from {other}, and the class now holds another file for them than "
+                            f"then ({path}). To grade that file: make regrade STUDENT={name} OUT=<this OUT> (the "
+                            f"class's file; the regrade from {Path(other).name} ends); to keep {Path(other).name}: "
+                            f"make regrade STUDENT={name} SUBMISSION={other} OUT=<this OUT>. Then grade again")
+    return messages
+
+
 def regraded_files(submissions, record):
     """A student regraded from another file (`regrade STUDENT=... SUBMISSION=file`) stays graded from it."""
     regrades = record.get("regrades") or {}
@@ -565,12 +597,19 @@ def regrade_command(args):
             if not path.is_file() or path.suffix not in (".py", ".ipynb"):
                 raise UsageError(f"{path} is not a .py or .ipynb file")
             record.setdefault("regrades", {})[name] = str(path.resolve())
-        else:
+            own = class_file_digest(record, name)  # a later grade asks first if the class holds another file then
+            record.setdefault("regrade_basis", {})[name] = own
+        else:  # from the class's own file, as the docs say: an earlier regrade from another file ends here
             collected = collect(record["source"], record.get("zip_encoding"))
-            found = dict(regraded_files(collected.submissions, record))
+            found = dict(collected.submissions)
             if name not in found:
                 raise UsageError(f"{name} is no longer in {record['source']}: give the file, SUBMISSION=...")
             path = found[name]
+            other = (record.get("regrades") or {}).pop(name, None)
+            (record.get("regrade_basis") or {}).pop(name, None)
+            if other:
+                log.info(terminal(f"{name}: graded from the class's file {path}, no longer from {other} (an "
+                                  "earlier regrade)"))
         kept, digest = kept_overrides(name, overridden.get(name, []), path, basis, args)
         record["override_files"] = {known: value for known, value in basis.items() if known in overridden}
         if digest:  # the file the kept overrides now stand for

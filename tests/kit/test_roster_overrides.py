@@ -494,3 +494,41 @@ def test_a_regrade_of_a_roster_student_without_a_submission_says_how_to_add_thei
         assert f"make grade SUBMISSION={folder / 'class'} OUT={graded}" in err
     code = cli.main(["regrade", "zed", "--out", str(graded)])
     assert code == 2 and "'zed' is not a submission of" in capsys.readouterr().err
+
+
+def test_a_resubmission_after_a_regrade_from_another_file_asks_which_counts(graded_class, tmp_path, stub, clean,
+                                                                             capsys, caplog):
+    """Blind gradebook review: after `regrade carol SUBMISSION=other.py`, a new download in which carol had sent a
+    new file graded other.py again, exit 0, with the new file's late flag. Now the grade asks first; `regrade carol`
+    without SUBMISSION grades the class's file (as the docs say) and ends the regrade from the other file."""
+    folder, graded = graded_class
+    out, download = tmp_path / "out", tmp_path / "class"
+    shutil.copytree(graded, out)
+    shutil.copytree(folder / "class", download)
+    record = class_record.read_record(out)
+    record["source"] = str(download)
+    class_record.write_record(out, record)
+    other = tmp_path / "other.py"
+    other.write_text(stub, encoding="utf-8")
+    assert cli.main(["regrade", "carol", "--out", str(out), "--submission", str(other), "--time-limit", "60"]) == 0
+
+    def total(name):
+        return float({row["submission"]: row for row in csv.DictReader((out / "grades.csv").open())}[name]["total"])
+
+    assert total("carol") < TOTAL_POINTS
+    assert cli.main(["grade", str(download), "--out", str(out), "--time-limit", "60"]) == 0  # same bytes: kept
+    assert total("carol") < TOTAL_POINTS
+    capsys.readouterr()
+    (download / "carol.py").write_text(clean + "\n# resubmitted\n", encoding="utf-8")
+    before = snapshot(out)
+    code = cli.main(["grade", str(download), "--out", str(out), "--time-limit", "60"])
+    err = capsys.readouterr().err
+    assert code == 2 and "carol was regraded from" in err and "the class now holds another file" in err, err
+    assert f"make regrade STUDENT=carol SUBMISSION={other}" in err and snapshot(out) == before
+    with caplog.at_level("INFO"):
+        assert cli.main(["regrade", "carol", "--out", str(out), "--time-limit", "60"]) == 0
+    assert any("no longer from" in message for message in caplog.messages), caplog.messages
+    assert total("carol") == TOTAL_POINTS and "carol" not in (class_record.read_record(out).get("regrades") or {})
+    assert cli.main(["grade", str(download), "--out", str(out), "--time-limit", "60"]) == 0
+    assert total("carol") == TOTAL_POINTS
+    capsys.readouterr()
