@@ -198,6 +198,7 @@ SLOW = {
     "test_learners_heldout2.py": "grades the 60 files of the second held-out learner set through the sandboxed judge",
     "test_learners_heldout3.py": "grades the 51 files of the third held-out learner set through the sandboxed judge",
     "test_learners_heldout4.py": "grades the 64 files of the fourth held-out learner set through the sandboxed judge",
+    "test_learners_heldout5.py": "grades the 44 files of the fifth held-out learner set through the sandboxed judge",
     "test_device_labels.py::test_held_out_variants_pass_every_check_when_their_answers_come_from_the_gpu":
         "runs every check on the 67 correct files of the four held-out learner sets",
     "test_device_labels.py::test_a_bug_is_told_the_same_on_the_gpu_as_on_the_cpu":
