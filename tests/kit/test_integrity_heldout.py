@@ -10,6 +10,12 @@ after its first measurement.
 A second cohort (tests/kit/integrity_heldout2/: 40 honest solutions, 8 disguised copies, by a third writer who
 never saw the detector) was measured once, blind, after every change to the method, and nothing was changed
 after it: no honest pair flagged, 4 of its 9 copy pairs flagged, the highest honest pair ranked 9th.
+
+A third (tests/kit/integrity_heldout3/: 20 honest solutions, several close to the book, and 4 disguised copies,
+2026-11-28, by a writer who read only the student release and the chapter texts), measured once with no change to
+the method before or after: no honest pair of its 190 flagged; the light copy and the copy sharing its source's
+bug flagged; the medium and heavy disguises (0.128, 0.125) rank just above the highest honest pair (0.124), so no
+threshold would have caught them without flagging an honest pair.
 """
 
 import csv
@@ -44,7 +50,8 @@ class Cohort:
 
 
 COHORTS = [pytest.param(Cohort(KIT / "integrity_heldout", 66, 11, 10, 10), id="heldout"),
-           pytest.param(Cohort(KIT / "integrity_heldout2", 40, 8, 4, 8), id="heldout2")]
+           pytest.param(Cohort(KIT / "integrity_heldout2", 40, 8, 4, 8), id="heldout2"),
+           pytest.param(Cohort(KIT / "integrity_heldout3", 20, 4, 2, 4), id="heldout3")]
 
 
 def manifest(cohort):

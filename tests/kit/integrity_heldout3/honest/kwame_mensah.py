@@ -1,0 +1,229 @@
+"""Attention mechanisms, step by step: your working copy.
+
+Fill in every function or method that raises NotImplementedError. Keep the
+names and signatures exactly: the autograder calls them by name.
+Check one step with `python check.py projection` (see README.md).
+This file was generated from the course's solutions; your edits are yours.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+# %% step: projection
+
+
+def init_qkv_weights(d_in, d_out):
+    """Draw the query, key and value weight matrices, in that order.
+
+    Each is a `(d_in, d_out)` tensor drawn with `torch.rand` (the caller seeds
+    the generator, so the order of the three draws matters).
+    Returns the tuple `(W_query, W_key, W_value)`.
+    """
+    Wq = torch.rand(d_in, d_out)
+    Wk = torch.rand(d_in, d_out)
+    Wv = torch.rand(d_in, d_out)
+    return Wq, Wk, Wv
+
+
+def project(x, W_query, W_key, W_value):
+    """Project inputs `x` of shape `(..., n, d_in)` to queries, keys and values.
+
+    Returns `(queries, keys, values)`, each of shape `(..., n, d_out)`.
+    """
+    return (x @ W_query, x @ W_key, x @ W_value)
+
+
+# %% step: scaling
+
+
+def attention_scores(queries, keys):
+    """Unnormalised attention scores: the dot product of every query with every key.
+
+    `queries` and `keys` have shape `(..., n, d_k)`; the result has shape
+    `(..., n, n)` with entry `[i, j]` = query i · key j.
+    """
+    return queries @ keys.transpose(-2, -1)
+
+
+def scaled_attention_weights(scores, d_k):
+    """Softmax of `scores / sqrt(d_k)` over the last axis (each row sums to one)."""
+    return nn.functional.softmax(scores / d_k**0.5, dim=-1)
+
+
+def context_vectors(attn_weights, values):
+    """Each context vector is the attention-weighted sum of the value vectors."""
+    return attn_weights @ values
+
+
+def dot_product_variance(dim, num_trials=1000, seed=0):
+    """Why we scale: the variance of q·k before and after dividing by sqrt(dim).
+
+    Draw `num_trials` pairs of standard-normal vectors q, k of length `dim`
+    (from a generator seeded with `seed`) and return the pair of floats
+    `(variance_before, variance_after)`: the variance of q·k and of q·k / sqrt(dim).
+    """
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(num_trials, dim, generator=gen)
+    k = torch.randn(num_trials, dim, generator=gen)
+    qk = (q * k).sum(dim=-1)
+    return qk.var().item(), (qk / dim**0.5).var().item()
+
+
+class SelfAttention_v1(nn.Module):
+    """Self-attention with raw `nn.Parameter` weight matrices of shape `(d_in, d_out)`.
+
+    Takes one sequence `x` of shape `(n, d_in)` and returns `(n, d_out)`.
+    """
+
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+
+    def forward(self, x):
+        queries = x @ self.W_query
+        keys = x @ self.W_key
+        values = x @ self.W_value
+        scores = queries @ keys.T
+        weights = nn.functional.softmax(scores / keys.shape[-1]**0.5, dim=-1)
+        return weights @ values
+
+
+class SelfAttention_v2(nn.Module):
+    """Self-attention with `nn.Linear` projections (bias only if `qkv_bias`).
+
+    Takes one sequence `x` of shape `(n, d_in)` and returns `(n, d_out)`.
+    """
+
+    def __init__(self, d_in, d_out, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x):
+        queries = self.W_query(x)
+        keys = self.W_key(x)
+        values = self.W_value(x)
+        scores = queries @ keys.T
+        weights = nn.functional.softmax(scores / keys.shape[-1]**0.5, dim=-1)
+        return weights @ values
+
+
+# %% step: masking
+
+
+def causal_mask(context_length):
+    """Boolean `(n, n)` mask that is True where a position is hidden.
+
+    Token i may look at tokens 0..i, so everything strictly above the
+    diagonal is hidden.
+    """
+    return torch.ones(context_length, context_length).triu(1).bool()
+
+
+def mask_and_renormalize(attn_weights):
+    """Zero the future in already-normalised weights `(..., n, n)`, then renormalise each row."""
+    n = attn_weights.shape[-1]
+    w = attn_weights * torch.ones(n, n).tril()
+    return w / w.sum(dim=-1, keepdim=True)
+
+
+def causal_attention_weights(scores, d_k):
+    """Fill the future of `scores` `(..., n, n)` with -inf, then take the scaled softmax."""
+    n = scores.shape[-1]
+    scores = scores.masked_fill(causal_mask(n), -torch.inf)
+    return nn.functional.softmax(scores / d_k**0.5, dim=-1)
+
+
+# %% step: dropout
+
+
+def attention_dropout(attn_weights, p, training=True):
+    """Inverted dropout on the attention weights, as `nn.Dropout(p)` does it.
+
+    While training, each weight is zeroed with probability `p` and the
+    survivors are multiplied by `1 / (1 - p)`; when not training, the weights
+    come back unchanged.
+    """
+    return nn.functional.dropout(attn_weights, p, training)
+
+
+# %% step: causal_attention
+
+
+class CausalAttention(nn.Module):
+    """Single-head causal self-attention with dropout on the attention weights.
+
+    Input `(b, n, d_in)` with `n <= context_length`; output `(b, n, d_out)`.
+    The checks read the chapter's attributes: `W_query`, `W_key`, `W_value`
+    (`nn.Linear(d_in, d_out, bias=qkv_bias)`), `dropout` (`nn.Dropout`), and the
+    causal mask as a buffer named `mask` (`self.register_buffer`: it moves with
+    the module to the GPU).
+    """
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.d_out = d_out
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.ones(context_length, context_length).triu(1))
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        queries = self.W_query(x)
+        keys = self.W_key(x)
+        values = self.W_value(x)
+        scores = queries @ keys.transpose(1, 2)
+        scores = scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        weights = nn.functional.softmax(scores / keys.shape[-1]**0.5, dim=-1)
+        weights = self.dropout(weights)
+        return weights @ values
+
+
+# %% step: mha_wrapper
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    """`num_heads` independent `CausalAttention` heads whose outputs are concatenated.
+
+    Output `(b, n, num_heads * d_out)`. Keep the heads in an `nn.ModuleList`
+    (the chapter's `self.heads`), one `CausalAttention` each.
+    """
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
+        )
+
+    def forward(self, x):
+        return torch.cat([head(x) for head in self.heads], dim=-1)
+
+
+# %% step: multihead_attention
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head causal attention with one projection per role, split into heads.
+
+    `d_out` must be divisible by `num_heads`; each head works on
+    `head_dim = d_out // num_heads` features. Output `(b, n, d_out)`.
+    The checks read the chapter's attributes: `W_query`, `W_key`, `W_value`
+    (`nn.Linear(d_in, d_out, bias=qkv_bias)`), `out_proj` (`nn.Linear(d_out, d_out)`),
+    `dropout` (`nn.Dropout`), and the causal mask as a buffer named `mask`.
+    """
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        # TODO: Implement for Step 7 (multihead_attention).
+        raise NotImplementedError("multihead_attention: MultiHeadAttention.__init__ is not implemented yet")
+
+    def forward(self, x):
+        # TODO: Implement for Step 7 (multihead_attention).
+        raise NotImplementedError("multihead_attention: MultiHeadAttention.forward is not implemented yet")
