@@ -14,6 +14,7 @@
 #   make regrade STUDENT=name [SUBMISSION=file.py] [OUT=out]   regrade one student of a graded class (with the class's
 #     ENGINE, DEVICE and limits, recorded in OUT/class.json, unless given)
 #     (a student's overrides over another file: KEEP_OVERRIDES=1, or OVERRIDES=file without them; grade too)
+#     (a class file sent after a regrade from SUBMISSION: make grade KEEP_REGRADES=1 keeps the regrade's file)
 #   make bench [COUNT=200] [DEVICE=cuda]   speed and memory figures against the targets
 #   make report [OUT=out]          the cohort report OUT/report.html from OUT/results (also after each bulk grade)
 #   make diagnose-report [JOBS=N] [SPLIT=held-out]   caught / named / wrong cause per split, and the variants
@@ -44,6 +45,7 @@ SHARDS ?=
 ROSTER ?=
 OVERRIDES ?=
 KEEP_OVERRIDES ?=
+KEEP_REGRADES ?=
 STUDENT ?=
 TIME_LIMIT ?=
 MEMORY_LIMIT ?=
@@ -68,7 +70,7 @@ GRADING := $(if $(DEVICE),--device $(DEVICE)) $(if $(JOBS),--jobs $(JOBS)) $(if 
 	$(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(MEMORY_LIMIT),--memory-limit $(MEMORY_LIMIT)) \
 	$(if $(SUBMISSION_TIME_LIMIT),--submission-time-limit $(SUBMISSION_TIME_LIMIT)) \
 	$(if $(ROSTER),--roster $(ROSTER)) $(if $(OVERRIDES),--overrides $(OVERRIDES)) \
-	$(if $(REQUIRE_SANDBOX),--require-sandbox) $(if $(KEEP_OVERRIDES),--keep-overrides)
+	$(if $(REQUIRE_SANDBOX),--require-sandbox) $(if $(KEEP_OVERRIDES),--keep-overrides) $(if $(KEEP_REGRADES),--keep-regrades)
 
 .PHONY: test test-fast grade regrade merge bench student check publish clean
 

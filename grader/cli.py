@@ -107,7 +107,7 @@ def grade_command(args):
         record = class_record.read_record(out) if not single else {}
         if not single:
             record = class_run_record(record, collected, args)
-            collected.submissions = regraded_files(collected.submissions, record)
+            collected.submissions = regraded_files(collected.submissions, record, args.keep_regrades)
         failed_here = False
         if single:
             name, path = collected.submissions[0]
@@ -169,6 +169,9 @@ def stopped_message(stop, args):
     """One line for a run stopped by a signal: how far it got, and that the same command resumes."""
     done = (f"{stop.graded} of {stop.total} submission(s) are graded and saved in {terminal(args.out)}; "
             if stop.graded is not None else "")
+    if args.command == "merge":  # its results may be copied in already: OUT is marked unfinished until rerun
+        return (f"stopped by {stop}: the merge into {terminal(args.out)} did not finish; no report or regrade reads "
+                "it until the same merge command has run again")
     again = "the same command grades the rest" if args.command == "grade" else "run the same command again"
     return (f"stopped by {stop}: {done}nothing under way was recorded; {again} "
             "(every result already saved is reused)")
@@ -203,6 +206,7 @@ def merge_command(args):
         raise UsageError(f"{out / 'results'} holds results of submissions that are not in this class "
                          f"({', '.join(others[:5])}{' ...' if len(others) > 5 else ''}), left by an earlier run: "
                          "merge into a new OUT, or remove that folder first")
+    class_record.mark_unfinished(out, "merge")  # until the class files are written: results are part old, part new
     for name, (path, _) in found.items():
         target = out / "results" / f"{name}.json"
         if path.resolve() != target.resolve():
@@ -355,7 +359,7 @@ def check_class_run(args, collected):
     paths = {name: Path(regrades[name]) if regrades.get(name) and Path(regrades[name]).is_file() else path
              for name, path in collected.submissions}
     basis = before.get("override_files") or {}
-    args.override_files, refused = {}, regrade_conflicts(record, collected.submissions)
+    args.override_files, refused = {}, regrade_conflicts(record, collected.submissions, args.keep_regrades)
     for name in sorted(found):
         if paths.get(name):
             try:
@@ -389,7 +393,7 @@ def check_class_inputs(record, names):
     known = {"students": students or []}
     try:
         return resolve(class_record.overrides_of(record), names, class_record.aliases_of(known),
-                       class_record.absent_of(known))[0]
+                       class_record.absent_of(known), class_record.members_of(known))[0]
     except OverrideError as error:
         raise UsageError(str(error)) from None
 
@@ -497,25 +501,38 @@ def class_file_digest(record, name):
         collected.cleanup()
 
 
-def regrade_conflicts(record, submissions):
-    """Messages for students regraded from another file whose class file changed since (a resubmission in a new
-    download): which file counts is the instructor's to say, never chosen in silence."""
+def changed_since_regrade(record, submissions):
+    """[(name, the class's file, the other file)] of students regraded from another file whose class file is
+    neither the one the class held then (class.json `regrade_basis`) nor the other file itself: a resubmission in
+    a new download, which only the instructor can weigh against the file they regraded from."""
     from grader.cohort.overrides import source_digest
 
     regrades, basis = record.get("regrades") or {}, record.get("regrade_basis") or {}
-    messages = []
+    changed = []
     for name, path in submissions:
         other = regrades.get(name)
-        if other and Path(other).is_file() and basis.get(name) and source_digest(path) != basis[name]:
-            messages.append(f"{name} was regraded from {other}, and the class now holds another file for them than "
-                            f"then ({path}). To grade that file: make regrade STUDENT={name} OUT=<this OUT> (the "
-                            f"class's file; the regrade from {Path(other).name} ends); to keep {Path(other).name}: "
-                            f"make regrade STUDENT={name} SUBMISSION={other} OUT=<this OUT>. Then grade again")
-    return messages
+        if other and Path(other).is_file() and basis.get(name) and source_digest(path) not in (
+                basis[name], source_digest(other)):
+            changed.append((name, path, other))
+    return changed
 
 
-def regraded_files(submissions, record):
-    """A student regraded from another file (`regrade STUDENT=... SUBMISSION=file`) stays graded from it."""
+def regrade_conflicts(record, submissions, keep=False):
+    """Messages for changed_since_regrade, unless kept (--keep-regrades)."""
+    return [] if keep else [
+        f"{name} was regraded from {other}, and the class now holds another file for them than then ({path}). "
+        f"To grade that file: make regrade STUDENT={name} SUBMISSION={path} OUT=<this OUT>, then grade again; to "
+        f"keep {Path(other).name}: grade again with KEEP_REGRADES=1 (--keep-regrades)"
+        for name, path, other in changed_since_regrade(record, submissions)]
+
+
+def regraded_files(submissions, record, keep=False):
+    """A student regraded from another file (`regrade STUDENT=... SUBMISSION=file`) stays graded from it; kept
+    over a file the class holds now for them (`keep`), that file is recorded as the one the regrade stands over."""
+    from grader.cohort.overrides import source_digest
+
+    for name, path, _ in changed_since_regrade(record, submissions) if keep else ():
+        record.setdefault("regrade_basis", {})[name] = source_digest(path)
     regrades = record.get("regrades") or {}
     kept = []
     for name, path in submissions:
@@ -557,6 +574,8 @@ def regrade_command(args):
     """Regrade one student of a graded class into its OUT: their results, feedback page and every class file.
     Overrides of that student still apply; over a file sent later only when kept (see kept_overrides)."""
     out = Path(args.out)
+    if out.is_dir():  # a run grading into OUT now is "in use", not a run that was stopped
+        args.held.enter_context(hold_out(out))
     refuse_unfinished(out, "the regrade")
     record = current_record(out)
     if not record.get("final") and (out / MANIFEST).is_file():  # one slice of a class graded in parts
@@ -577,6 +596,12 @@ def regrade_command(args):
                              f"({regrade_hint(out)}): only the new file is graded")
         raise UsageError(f"{args.student!r} " + ("names more than one student of the roster: give the submission's "
                          "name as in" if shared else "is not a submission of") + f" {out} (see its grades.csv)")
+    group = class_record.members_of(record).get(name, [])
+    if group and args.student.casefold() != name.casefold():  # a member named: the regrade would change them all
+        raise UsageError(f"{args.student!r} is one of the {len(group)} students graded from the group submission "
+                         f"{name} ({', '.join(group[:6])}): a regrade grades the submission again, so it changes "
+                         f"every member's grade. To regrade the group's, give STUDENT={name}; one member's own work "
+                         "is theirs to submit apart (it then counts for them alone)")
     graded_as_the_class(args, record)
     with_roster_and_overrides(record, args)  # a new ROSTER or OVERRIDES is checked before grading
     overridden = check_class_inputs(record, names)
@@ -589,7 +614,8 @@ def regrade_command(args):
     from grader.judging.judge import Options  # imports torch: after the checks above, which cost nothing
 
     sandbox_check(args)
-    args.held.enter_context(hold_out(out))  # no other run writes into OUT meanwhile
+    if not out.is_dir():
+        args.held.enter_context(hold_out(out))  # no other run writes into OUT meanwhile
     collected = None
     try:
         if args.submission:
@@ -785,13 +811,14 @@ def generate_command(args):
 def report_command(args):
     """The cohort report (and the feedback pages) of an OUT folder, from its results/*.json."""
     out = Path(args.out)
+    # Held as a grade holds it: a report written while a run still grades into OUT (or writes its class files)
+    # would describe a class that is half one run and half another, and say nothing of it.
+    if out.is_dir():
+        args.held.enter_context(hold_out(out))
     if not (out / "results").is_dir():
         # A grade stopped before its first result leaves only its mark: say so, not "grade a class first"
         refuse_unfinished(out, "the report")
         raise UsageError(f"{out} has no results/ folder: grade a class into it first (make grade OUT={out})")
-    # Held as a grade holds it: a report written while a run still grades into OUT (or writes its class files)
-    # would describe a class that is half one run and half another, and say nothing of it.
-    args.held.enter_context(hold_out(out))
     if (out / class_record.PENDING).is_file():  # a run stopped while writing its class files: record them all
         finished_note(out, finish_pending(out))
     refuse_unfinished(out, "the report")
@@ -825,8 +852,10 @@ def refuse_unfinished(out, what):
     if class_record.unfinished(out):
         held = ("its results are part that run's and part an earlier one's" if (Path(out) / "results").is_dir()
                 else "it had recorded no result yet")
-        raise UsageError(f"the last grade into {out} was stopped before it finished: {held}. Run the same grade "
-                         f"command again (it grades only what is missing), then {what}; nothing was written")
+        command = class_record.unfinished_command(out)
+        again = "(it grades only what is missing)" if command == "grade" else "(the slices are read again)"
+        raise UsageError(f"the last {command} into {out} was stopped before it finished: {held}. Run the same "
+                         f"{command} command again {again}, then {what}; nothing was written")
 
 
 def publish_command(args):
@@ -954,6 +983,9 @@ def add_grading_options(parser):
     parser.add_argument("--keep-overrides", action="store_true",
                         help="apply a student's overrides to another file than the one they were given for (a "
                              "regrade from --submission, a changed download); without it such a run is refused")
+    parser.add_argument("--keep-regrades", action="store_true",
+                        help="keep grading a student regraded from another file (regrade --submission) from it "
+                             "when the class now holds a new file for them; without it such a run is refused")
     parser.add_argument("--submission-time-limit", type=seconds_argument,
                         default=GRADING_DEFAULTS["submission_time_limit"],
                         help=f"seconds for all steps of one submission (default {DEFAULTS.submission_seconds:g})")

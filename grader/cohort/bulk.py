@@ -11,6 +11,7 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -145,7 +146,8 @@ def set_aside_former(out, names):
     class now) into OUT/results/former/ and OUT/feedback/former/; return their names. The report, the
     integrity page and the cohort figures read OUT/results/*.json: a file left there by a student who
     left the class (removed, or renamed by a new LMS display name) would be counted as one of its
-    students. Moved, not deleted: they are the instructor's records of a grade once given."""
+    students. Moved, not deleted: they are the instructor's records of a grade once given; a student who left
+    twice keeps both (the earlier moved again as <name>.1.json, .2.json...)."""
     out, names = Path(out), set(names)
     gone = sorted(path.stem for path in (out / "results").glob("*.json") if path.stem not in names)
     for name in gone:
@@ -154,7 +156,12 @@ def set_aside_former(out, names):
             if path.is_file():
                 try:
                     (out / folder / FORMER).mkdir(exist_ok=True)
-                    os.replace(path, out / folder / FORMER / path.name)
+                    target = out / folder / FORMER / path.name
+                    if target.exists():  # an earlier departure's record: kept under the next free number
+                        number = next(n for n in itertools.count(1)
+                                      if not (out / folder / FORMER / f"{name}.{n}{suffix}").exists())
+                        os.replace(target, out / folder / FORMER / f"{name}.{number}{suffix}")
+                    os.replace(path, target)
                 except OSError as error:
                     raise OutputError(f"cannot move {path} into {out / folder / FORMER}: "
                                       f"{error.strerror or error}") from None

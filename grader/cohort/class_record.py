@@ -96,15 +96,24 @@ def clear_pending(out: str | Path) -> None:
 UNFINISHED = "grade.unfinished.json"
 
 
-def mark_unfinished(out: str | Path) -> None:
-    """Say that a grade is under way in OUT: until its class files are written (then clear_pending removes this
-    too), OUT's results are part this run's and part an earlier one's, and no report or regrade may read them as
-    one class. The file's presence is the whole record."""
-    write_atomic(Path(out) / UNFINISHED, "{}\n")
+def mark_unfinished(out: str | Path, command: str = "grade") -> None:
+    """Say that a grade (or a merge) is under way in OUT: until its class files are written (then clear_pending
+    removes this too), OUT's results are part this run's and part an earlier one's, and no report or regrade may
+    read them as one class. The file says which command, for the message that asks to run it again."""
+    write_atomic(Path(out) / UNFINISHED, json.dumps({"command": command}) + "\n")
 
 
 def unfinished(out: str | Path) -> bool:
     return (Path(out) / UNFINISHED).is_file()
+
+
+def unfinished_command(out: str | Path) -> str:
+    """The command whose run left OUT unfinished ("grade" for a mark of an older kit, or an unreadable one)."""
+    try:
+        found = json.loads((Path(out) / UNFINISHED).read_text(encoding="utf-8")).get("command")
+    except (OSError, ValueError, AttributeError):
+        return "grade"
+    return found if found in ("grade", "merge") else "grade"
 
 
 def is_class_out(out: str | Path) -> bool:
@@ -130,6 +139,15 @@ def aliases_of(record: Record) -> dict[str, str | None]:
     return aliases
 
 
+def members_of(record: Record) -> dict[str, list[str]]:
+    """{submission: [its students' names]} for the submissions that grade several roster students (a group's)."""
+    members: dict[str, list[str]] = {}
+    for student in record.get("students") or []:
+        if student.get("submission"):
+            members.setdefault(student["submission"], []).append(student.get("name") or "?")
+    return {name: names for name, names in members.items() if len(names) > 1}
+
+
 def absent_of(record: Record) -> set[str]:
     """The roster identifiers and names of the students without a submission (an override cannot apply)."""
     return {value for student in record.get("students") or [] if not student.get("submission")
@@ -151,7 +169,7 @@ def late_of(name: str, record: Record) -> bool | None:
 def finals(results: Iterable[SubmissionResult], record: Record) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """({submission: final scores}, notes): every result with its overrides applied and its late flag."""
     found, notes = resolve(overrides_of(record), [result.name for result in results], aliases_of(record),
-                           absent_of(record))
+                           absent_of(record), members_of(record))
     scores = {}
     for result in results:
         scores[result.name] = final_scores(result, found.get(result.name, ()))

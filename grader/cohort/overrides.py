@@ -71,6 +71,9 @@ def read_overrides(path: str | Path) -> list[Override]:
     for line, row in enumerate(rows[1:], start=2):
         if not any(cell.strip() for cell in row):
             continue
+        if len([cell for cell in row if cell.strip()]) > len(rows[0]):  # `5,5` unquoted: two cells, read as 5
+            raise ValueError(f"{path}, line {line}: {len(row)} cells where the header has {len(rows[0])} (a decimal "
+                             "comma, 5,5, splits a cell: write 5.5, or quote it; quote a reason that holds a comma)")
         cell = {key: (row[index].strip() if index < len(row) else "") for key, index in where.items()}
         if semicolons and re.fullmatch(r"\d+,\d+", cell["points"]):
             cell["points"] = cell["points"].replace(",", ".")
@@ -92,6 +95,7 @@ def _parse(cell, where, short):
         points = float(cell["points"])
     except ValueError:
         raise ValueError(f"{where}: points {cell['points']!r} is not a number") from None
+    points += 0.0  # -0 is 0 (grades.csv would show "-0")
     top = TOTAL_POINTS if step == TOTAL else BY_KEY[step].points
     if not 0 <= points <= top:
         raise ValueError(f"{where}: {points:g} points is outside 0..{top:g} for {step}")
@@ -103,12 +107,14 @@ def _parse(cell, where, short):
 
 
 def resolve(overrides: Iterable[Override], names: Collection[str], aliases: Mapping[str, str | None] | None = None,
-            absent: Iterable[str] = ()) -> tuple[dict[str, list[Override]], list[str]]:
+            absent: Iterable[str] = (), members: Mapping[str, list[str]] | None = None
+            ) -> tuple[dict[str, list[Override]], list[str]]:
     """({submission name: [Override]}, notes): each override's student found among `names` (exactly,
     then ignoring case), then among `aliases` ({roster identifier or name: submission name, or None when
     it names several}). OverrideError listing every override that cannot apply: its student is no
     submission (`absent`: roster identifiers and names of students without one), or two overrides give
-    one step different points."""
+    one step different points, or it names one student of a group's submission (`members`: {submission: the
+    names of the roster students it grades}): applied to the submission, it would change every member's grade."""
     by_fold = {name.casefold(): name for name in names}
     spelt = {key.casefold(): key for key in aliases or {}}  # for messages
     aliases = {key.casefold(): value for key, value in (aliases or {}).items()}
@@ -119,10 +125,18 @@ def resolve(overrides: Iterable[Override], names: Collection[str], aliases: Mapp
     for override in overrides:
         wanted = override.student.casefold()
         name = override.student if override.student in names else by_fold.get(wanted)
+        by_member = name is None
         name = name or aliases.get(wanted)
         where = f"{override.where}: " if override.where else ""
         if name is None:
             problems.append(where + _unknown(override.student, names, aliases, absent, spelt))
+            continue
+        group = (members or {}).get(name, [])
+        if by_member and len(group) > 1:
+            problems.append(f"{where}{override.student!r} is one of the {len(group)} students graded from the group "
+                            f"submission {name} ({', '.join(group[:6])}): an override applies to a submission, so it "
+                            f"would change every member's grade. To change the group's, name {name}; to change one "
+                            "member's alone, change it in the LMS by hand")
             continue
         same = [o for o in found.get(name, []) if o.step == override.step]
         if same and (same[0].points, same[0].reason) == (override.points, override.reason):

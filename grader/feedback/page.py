@@ -16,6 +16,7 @@ The pictures show only the student's own numbers and the causal *pattern*,
 never a hidden expected value.
 """
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -284,8 +285,9 @@ ul.checks{list-style:none;padding-left:0} ul.checks li{margin:.35rem 0}
 """
 
 
-def html_page(result: SubmissionResult | dict) -> str:
-    """A self-contained feedback page for one submission (every check, hints, heatmaps)."""
+def html_page(result: SubmissionResult | dict, final: dict[str, Any] | None = None) -> str:
+    """A self-contained feedback page for one submission (every check, hints, heatmaps). `final`: its entry of
+    OUT/class.json's final scores, whose overrides (the instructor's changes) the page states beside the score."""
     result = as_result(result)
     name = result.name or "submission"
     found = result.diagnosis
@@ -298,6 +300,13 @@ def html_page(result: SubmissionResult | dict) -> str:
              f"<p class='sub'>Score {result.score:g} / {total:g}. For each step: the checks that passed "
              "and failed, the most likely cause of a failure, and where it helps a picture of your attention "
              "weights. This page includes the hidden checks.</p>"]
+    changed = (final or {}).get("overrides") or []
+    if changed:  # the grade the LMS holds is the instructor's: the page must not show another one alone
+        parts.append(f"<div class='notes'><b>Your grade: {float(final['total']):g} / {total:g}</b>, changed by your "
+                     "instructor from the score above: <ul>" + "".join(
+                         f"<li>{esc(str(item.get('step')))} set to {float(item.get('points', 0)):g}"
+                         + (f": {esc(str(item['reason']))}" if item.get("reason") else "") + "</li>"
+                         for item in changed) + "</ul></div>")
     errors, notes = loading_problems(result.problems)
     if errors:
         parts.append("<div class='problems'><b>Problems found while loading your file:</b><ul>"
@@ -346,9 +355,9 @@ def step_html(step: Step, tests: list[TestResult], score: float, maximum: float,
     return "\n".join(parts)
 
 
-def write_page(result: SubmissionResult | dict, path: Path | str) -> Path:
-    """Write the feedback page of one result (or results.json dict) to `path`."""
-    write_atomic(Path(path), html_page(result))
+def write_page(result: SubmissionResult | dict, path: Path | str, final: dict[str, Any] | None = None) -> Path:
+    """Write the feedback page of one result (or results.json dict) to `path` (`final`: see html_page)."""
+    write_atomic(Path(path), html_page(result, final))
     return Path(path)
 
 
@@ -381,18 +390,30 @@ def write_pages(out: Path | str, force: bool = False) -> int:
     """OUT/feedback/<name>.html for every OUT/results/<name>.json, skipping pages newer than their
     results (a resumed run redraws only what was regraded) unless `force`; returns how many were written.
     Pictures are plain SVG strings, so a class of 200 takes well under a second in this one process."""
+    finals, record_time = _finals(out)
     written = 0
     for path in sorted((Path(out) / "results").glob("*.json")):
         page = Path(out) / "feedback" / f"{path.stem}.html"
-        if force or not page.is_file() or page.stat().st_mtime < path.stat().st_mtime:
-            written += _write_page_from(path, page)
+        # (overrides live in class.json: a page older than it may show a grade the overrides changed since)
+        if force or not page.is_file() or page.stat().st_mtime < max(path.stat().st_mtime, record_time):
+            written += _write_page_from(path, page, finals.get(path.stem))
     return written
 
 
-def _write_page_from(path: Path, page: Path) -> int:
+def _finals(out: Path | str) -> tuple[dict[str, Any], float]:
+    """({submission: its final scores}, class.json's time) from OUT/class.json; ({}, 0) without one."""
+    record = Path(out) / "class.json"
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+        return (data.get("final") or {} if isinstance(data, dict) else {}), record.stat().st_mtime
+    except (OSError, ValueError):
+        return {}, 0.0
+
+
+def _write_page_from(path: Path, page: Path, final: dict[str, Any] | None = None) -> int:
     try:
         result = SubmissionResult.from_json(path.read_text(encoding="utf-8"), path.stem)
     except (OSError, ValueError):  # unreadable, or not a results file: the report names it
         return 0
-    write_page(result, page)
+    write_page(result, page, final if isinstance(final, dict) else None)
     return 1

@@ -551,17 +551,43 @@ MOODLE_KEYS = ("email", "username", "idnumber", "sis_login_id")
 def moodle_csv(roster: Roster, chosen: Mapping[int, Graded], scores: Mapping[str, float] | None = None,
                scales: Mapping[int, float] | None = None) -> str:
     """Moodle grade import: identifier columns (map one of them at upload) and one column per grade item, each
-    student's score times their `scales` entry (see `moodle_scales`; 1 where it has none)."""
+    student's score times their `scales` entry (see `moodle_scales`; 1 where it has none). A student without a
+    submission whose worksheet row holds a grade keeps it: this import would clear it with an empty cell."""
     scales = scales or {}
+    held = worksheet_grades(roster)
     present = [(key, title) for key, title in MOODLE_IDENTIFIERS
                if any(getattr(student, key) for student in roster.students)]
     if not present:  # a Canvas roster has no Moodle identifier; its SIS login is the closest
         present = [("sis_login_id", "Username")]
     rows = [["Full name", *(title for _, title in present), roster.moodle_column]]
     for position, student in enumerate(roster.students):
+        cell = _score(chosen.get(position), scores, scales.get(position, 1.0))
         rows.append([student.name, *(getattr(student, key) for key, _ in present),
-                     _score(chosen.get(position), scores, scales.get(position, 1.0))])
+                     cell if position in chosen else held.get(position, cell)])
     return _csv(rows)
+
+
+def worksheet_grades(roster: Roster) -> dict[int, str]:
+    """{roster index: the grade a Moodle worksheet row holds already, as a number} ({} for other rosters)."""
+    if not roster.worksheet:
+        return {}
+    grade = [_normal(cell) for cell in roster.header].index("grade")
+    held = {}
+    for position, student in enumerate(roster.students):
+        value = _number(student.row[grade]) if grade < len(student.row) else None
+        if value is not None:
+            held[position] = f"{value:g}"
+    return held
+
+
+def locked_rows(roster: Roster) -> list[str]:
+    """The worksheet rows whose "Grade can be changed" says No: Moodle keeps their grades whatever a file says."""
+    header = [_normal(cell) for cell in roster.header]
+    if not roster.worksheet or "grade can be changed" not in header:
+        return []
+    column = header.index("grade can be changed")
+    return [student.name or _who(student) for student in roster.students
+            if column < len(student.row) and _normal(student.row[column]) in ("no", "nein", "non", "nee")]
 
 
 def moodle_scales(roster: Roster, points_possible: float, files: str = "moodle_worksheet.csv"
@@ -642,6 +668,17 @@ def write_lms_files(out: str | Path, results: Sequence[Graded], maxima: Mapping[
     if roster.worksheet:
         write_atomic(Path(out) / "moodle_worksheet.csv", moodle_worksheet(roster, chosen, scores, scales))
         notes += moodle_notes
+        locked = locked_rows(roster)
+        if locked:
+            notes.append(f"{moodle_files}: {len(locked)} worksheet row(s) say the grade cannot be changed "
+                         f"({', '.join(locked[:EXAMPLES])}{', ...' if len(locked) > EXAMPLES else ''}): Moodle keeps "
+                         "their current grades whatever these files say; unlock them in the gradebook first if the "
+                         "kit's are meant")
+        kept = [roster.students[position].name for position in worksheet_grades(roster) if position not in chosen]
+        if kept and writes_moodle:
+            notes.append(f"moodle_grades.csv: {len(kept)} student(s) without a submission keep the grade their "
+                         f"worksheet row holds ({', '.join(kept[:EXAMPLES])}{', ...' if len(kept) > EXAMPLES else ''}"
+                         "), which an empty cell would clear")
     kept = [student.name or _who(student) for student in roster.students if excused(roster, student)]
     if kept and _has_identifier(roster, CANVAS_IDENTIFIERS):
         notes.append(f"canvas_grades.csv: {len(kept)} student(s) excused in {roster.label} keep EX, not the kit's "

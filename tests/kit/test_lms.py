@@ -401,3 +401,21 @@ def test_two_columns_that_could_be_the_assignment_fill_neither_and_say_so(tmp_pa
     notes = lms.write_lms_files(tmp_path, results, maxima, roster_path=roster, origins=origins)
     assert any("2 columns that could be this assignment" in note and "(4242)" in note and "(5555)" in note
                for note in notes), notes
+
+
+def test_a_worksheet_grade_held_without_a_submission_is_kept_and_locked_rows_are_said(tmp_path, suite, maxima):
+    """Blind gradebook review (round 2): Barbara, without a submission, had 18.00 on the worksheet, and
+    moodle_grades.csv gave her an empty cell (Moodle's CSV import clears the grade); Grace's row said "Grade can be
+    changed: No" and nothing said Moodle would keep her old grade."""
+    rows = [["Participant 101", "Ada Lovelace", "101@uni.edu", "Submitted", "", "100,00", "Yes", "-", "-", ""],
+            ["Participant 103", "Grace Hopper", "103@uni.edu", "Submitted", "12,00", "100,00", "No", "-", "-", ""],
+            ["Participant 104", "Barbara Liskov", "104@uni.edu", "No submission", "18,00", "100,00", "Yes", "-", "-",
+             ""]]
+    worksheet = write_csv(tmp_path / "worksheet.csv", [WORKSHEET_HEADER, *rows])
+    graded = [result("Ada_Lovelace_101", 100, suite), result("Grace_Hopper_103", 95.25, suite)]
+    notes = lms.write_lms_files(tmp_path, graded, maxima, worksheet)
+    _, grades = read_csv(tmp_path / "moodle_grades.csv")
+    assert [row[-1] for row in grades[1:]] == [on_scale(100, 100), on_scale(95.25, 100), "18"]
+    assert [row[4] for row in read_csv(tmp_path / "moodle_worksheet.csv")[1][1:]][2] == "18,00"  # as downloaded
+    assert any("1 worksheet row(s) say the grade cannot be changed (Grace Hopper)" in note for note in notes), notes
+    assert any("keep the grade their worksheet row holds (Barbara Liskov)" in note for note in notes), notes

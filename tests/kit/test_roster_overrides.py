@@ -524,7 +524,13 @@ def test_a_resubmission_after_a_regrade_from_another_file_asks_which_counts(grad
     code = cli.main(["grade", str(download), "--out", str(out), "--time-limit", "60"])
     err = capsys.readouterr().err
     assert code == 2 and "carol was regraded from" in err and "the class now holds another file" in err, err
-    assert f"make regrade STUDENT=carol SUBMISSION={other}" in err and snapshot(out) == before
+    assert f"make regrade STUDENT=carol SUBMISSION={download / 'carol.py'}" in err and snapshot(out) == before
+    assert "KEEP_REGRADES=1" in err
+    # kept on purpose: graded from other.py again, and the new file is the one the regrade now stands over
+    assert cli.main(["grade", str(download), "--out", str(out), "--time-limit", "60", "--keep-regrades"]) == 0
+    assert total("carol") < TOTAL_POINTS
+    assert cli.main(["grade", str(download), "--out", str(out), "--time-limit", "60"]) == 0  # asked once only
+    assert total("carol") < TOTAL_POINTS
     with caplog.at_level("INFO"):
         assert cli.main(["regrade", "carol", "--out", str(out), "--time-limit", "60"]) == 0
     assert any("no longer from" in message for message in caplog.messages), caplog.messages
@@ -532,3 +538,91 @@ def test_a_resubmission_after_a_regrade_from_another_file_asks_which_counts(grad
     assert cli.main(["grade", str(download), "--out", str(out), "--time-limit", "60"]) == 0
     assert total("carol") == TOTAL_POINTS
     capsys.readouterr()
+
+
+def test_an_override_or_regrade_naming_one_member_of_a_group_submission_is_refused(tmp_path, grader_cli):
+    """Blind gradebook review (round 2): `5002,total,50,"Alan did not contribute"` lowered every member of Alan's
+    group (the override applies to the group's submission), and `regrade STUDENT=5002 SUBMISSION=...` regraded
+    the whole team, exit 0. Named by the submission, the group's grade may still change."""
+    students = [{"name": "Ada Lovelace", "canvas_id": "5001", "group": "Team Alpha", "submission": "teamalpha_5001"},
+                {"name": "Alan Turing", "canvas_id": "5002", "group": "Team Alpha", "submission": "teamalpha_5001"},
+                {"name": "Grace Hopper", "canvas_id": "5003", "submission": "hoppergrace_5003"}]
+    record = {"students": students}
+    names = ["teamalpha_5001", "hoppergrace_5003"]
+    aliases, absent, members = (class_record.aliases_of(record), class_record.absent_of(record),
+                                class_record.members_of(record))
+    assert members == {"teamalpha_5001": ["Ada Lovelace", "Alan Turing"]}
+    with pytest.raises(OverrideError, match=r"'5002' is one of the 2 students graded from the group submission "
+                                            r"teamalpha_5001 \(Ada Lovelace, Alan Turing\)"):
+        resolve([Override("5002", "total", 50, "did not contribute")], names, aliases, absent, members)
+    found, _ = resolve([Override("teamalpha_5001", "total", 50, "late"), Override("5003", "total", 90, "x")], names,
+                       aliases, absent, members)
+    assert set(found) == {"teamalpha_5001", "hoppergrace_5003"}
+    out = tmp_path / "out"
+    out.mkdir()
+    final = {name: {"steps": {}, "total": 80, "overrides": [], "late": None} for name in names}
+    class_record.write_record(out, {"students": students, "final": final, "source": str(tmp_path)})
+    refused = grader_cli("regrade", "5002", "--out", out)
+    assert refused.returncode == 2 and "give STUDENT=teamalpha_5001" in refused.stderr, refused.stderr
+
+
+def test_an_overrides_line_with_more_cells_than_its_header_is_refused(tmp_path):
+    """Blind gradebook review (round 2): `x,masking,5,5,"reason"` (a decimal comma, unquoted) gave 5 points with the
+    reason "5", the real reason dropped, exit 0; `-0` showed as "-0" in grades.csv."""
+    with pytest.raises(ValueError, match=r"o.csv, line 2: 5 cells where the header has 4 \(a decimal comma"):
+        read_overrides(overrides_file(tmp_path / "o.csv", 'hoppergrace_5003,masking,5,5,"x"'))
+    assert read_overrides(overrides_file(tmp_path / "z.csv", "a,masking,-0,x"))[0].points == 0.0
+    assert str(read_overrides(overrides_file(tmp_path / "z.csv", "a,masking,-0,x"))[0].points) == "0.0"
+
+
+def test_a_feedback_page_states_the_grade_an_override_gave(graded_class, tmp_path):
+    """Blind gradebook review (round 2): bob's page said "Score 1.5 / 100" beside a grades.csv and LMS files that
+    hold the override's grade; the page named no override. A page older than class.json is drawn again."""
+    _, graded = graded_class
+    page = (graded / "feedback" / "bob.html").read_text(encoding="utf-8")
+    final = class_record.read_record(graded)["final"]["bob"]["total"]
+    assert f"Your grade: {final:g} / {TOTAL_POINTS:g}</b>, changed by your instructor" in page
+    assert "masking set to 12: agreed in office hours" in page
+    assert "changed by your instructor" not in (graded / "feedback" / "alice.html").read_text(encoding="utf-8")
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    record = class_record.read_record(out)
+    record["final"]["alice"]["overrides"] = [{"student": "alice", "step": "total", "points": 90, "reason": "late"}]
+    record["final"]["alice"]["total"] = 90
+    class_record.write_record(out, record)
+    from grader.feedback import page
+
+    assert page.write_pages(out) == 3  # (as every class run does once class.json is written)
+    assert "total set to 90: late" in (out / "feedback" / "alice.html").read_text(encoding="utf-8")
+
+
+def test_a_regrade_or_report_while_a_grade_runs_says_in_use_not_stopped(graded_class, tmp_path, capsys):
+    """Blind gradebook review (round 2): a regrade while a grade ran into the same OUT said "the last grade ... was
+    stopped before it finished" (the running grade's mark), where report and grade said "in use"."""
+    from grader.cohort.bulk import holding
+
+    _, graded = graded_class
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    with holding(out):  # a grade under way: it holds OUT and has marked it unfinished
+        class_record.mark_unfinished(out)
+        for command in (["regrade", "bob", "--out", str(out)], ["report", "--out", str(out)]):
+            code = cli.main(command)
+            err = capsys.readouterr().err
+            assert code != 0 and "is in use by another grading run" in err and "stopped" not in err, err
+
+
+def test_a_student_who_leaves_twice_keeps_both_former_records(tmp_path):
+    """Blind gradebook review (round 2): results/former/<name>.json was overwritten when a student left, came back
+    with another file and left again: the first grade given was lost, with no note."""
+    from grader.cohort.bulk import set_aside_former
+
+    for folder in ("results", "feedback"):
+        (tmp_path / folder).mkdir()
+    for grade in ("first", "second"):
+        (tmp_path / "results" / "turing.json").write_text(grade)
+        (tmp_path / "feedback" / "turing.html").write_text(grade)
+        assert set_aside_former(tmp_path, ["ada"]) == ["turing"]
+    former = tmp_path / "results" / "former"
+    assert (former / "turing.json").read_text() == "second" and (former / "turing.1.json").read_text() == "first"
+    assert (tmp_path / "feedback" / "former" / "turing.1.html").read_text() == "first"

@@ -248,3 +248,31 @@ def test_merging_again_into_a_class_with_a_regrade_from_another_file_is_refused(
     assert "holds 1 regrade(s) from another file than the class's: d_other (from " in refused.stderr
     assert "Merge into a new OUT" in refused.stderr
     assert files() == before
+
+
+@pytest.mark.slow(reason='uses runs: a class graded whole, in slices and again through `python -m grader` and make')
+def test_a_merge_stopped_after_copying_results_leaves_an_out_no_report_reads(runs, tmp_path, grader_cli,
+                                                                              monkeypatch):
+    """Blind gradebook review (round 2): a merge stopped between copying the slices' results and writing the class
+    files said "nothing under way was recorded", left results/ newer than grades.csv, and `report` exited 0 over
+    that mix (a later regrade changed another student's grade in silence). Now OUT is marked unfinished first."""
+    from grader import cli, stopping
+    from grader.cohort import class_record
+
+    out = tmp_path / "merged"
+    shutil.copytree(runs["root"] / "merged", out)
+
+    def stopped(*args, **kwargs):
+        raise stopping.Stopped(2)
+
+    monkeypatch.setattr(cli, "recorded_class", stopped)
+    done = grader_cli("merge", *runs["slices"], "--out", out)
+    assert done.returncode == 130 and "the merge into" in done.stderr and "did not finish" in done.stderr, done.stderr
+    assert "nothing under way was recorded" not in done.stderr and class_record.unfinished(out)
+    for command in (("report",), ("regrade", "a_copy")):
+        refused = grader_cli(*command, "--out", out)
+        assert refused.returncode == 2 and "the last merge into" in refused.stderr, refused.stderr
+        assert "Run the same merge command again" in refused.stderr
+    monkeypatch.undo()
+    assert grader_cli("merge", *runs["slices"], "--out", out).returncode == 0
+    assert not class_record.unfinished(out) and grader_cli("report", "--out", out).returncode == 0
