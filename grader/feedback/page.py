@@ -300,7 +300,8 @@ def html_page(result: SubmissionResult | dict, final: dict[str, Any] | None = No
              f"<p class='sub'>Score {result.score:g} / {total:g}. For each step: the checks that passed "
              "and failed, the most likely cause of a failure, and where it helps a picture of your attention "
              "weights. This page includes the hidden checks.</p>"]
-    changed = (final or {}).get("overrides") or []
+    final = final or {}
+    changed = final.get("overrides") or []
     if changed:  # the grade the LMS holds is the instructor's: the page must not show another one alone
         parts.append(f"<div class='notes'><b>Your grade: {float(final['total']):g} / {total:g}</b>, changed by your "
                      "instructor from the score above: <ul>" + "".join(
