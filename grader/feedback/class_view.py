@@ -75,7 +75,10 @@ def who(name: str, record: Record) -> tuple[str, str]:
     """(display name, id) of a submission: the roster's name and id, else the LMS download's, else its name."""
     student = _student_of(name, record)
     origin = (record.get("origins") or {}).get(name) or {}
-    display = student.get("name") or origin.get("student") or name
+    # a group's submission grades each member who has none of their own: the report names them all
+    members = [entry.get("name") for entry in record.get("students") or []
+               if entry.get("submission") == name and entry.get("name")]
+    display = (", ".join(members) if len(members) > 1 else student.get("name")) or origin.get("student") or name
     ident = next((student[key] for key in ROSTER_IDS if student.get(key)), "") or origin.get("key", "")
     return clean(display), clean(ident)
 

@@ -318,16 +318,21 @@ def match(roster: Roster, results: Iterable[Result], origins: Origins | None = N
     find = _finder(roster)
     chosen: dict[int, Result] = {}
     notes: list[str] = []
+    shared: dict[str, int] = {}  # result name -> how many students it grades (a group's: more than one)
     for result in results:
         positions = find(result.name, origins.get(result.name))
+        shared[result.name] = len(positions)
         if not positions:
             notes.append(f"{result.name}: matches no single student of the roster; not in the LMS files")
         for position in positions:
             other, kept = chosen.get(position), result
             if other is not None:
-                kept = max((other, result), key=lambda r: r.score)
-                notes.append(f"{roster.students[position].name or position}: two submissions "
-                             f"({other.name}, {result.name}); the LMS files get {kept.name}'s {kept.score:g}")
+                # the student's own submission before a group's (as a group's grade goes only to members
+                # without one of their own); between two of one kind, the better
+                kept = min((other, result), key=lambda r: (shared[r.name] > 1, -r.score))
+                why = "their own" if (shared[other.name] > 1) != (shared[result.name] > 1) else "the better"
+                notes.append(f"{roster.students[position].name or position}: two submissions ({other.name}, "
+                             f"{result.name}); the LMS files get {kept.name}'s {kept.score:g} ({why})")
             chosen[position] = kept
     own = dict(chosen)
     groups: dict[str, list[Result]] = {}  # a group's grade for its members who submitted nothing

@@ -419,3 +419,19 @@ def test_a_worksheet_grade_held_without_a_submission_is_kept_and_locked_rows_are
     assert [row[4] for row in read_csv(tmp_path / "moodle_worksheet.csv")[1][1:]][2] == "18,00"  # as downloaded
     assert any("1 worksheet row(s) say the grade cannot be changed (Grace Hopper)" in note for note in notes), notes
     assert any("keep the grade their worksheet row holds (Barbara Liskov)" in note for note in notes), notes
+
+
+def test_a_students_own_submission_counts_before_their_groups(tmp_path, suite, maxima):
+    """Blind gradebook review (round 2): Ada, in the Gradescope group 5001+5002 (83.75) and alone as 5001 (79.75),
+    got the group's grade as "the better" one, though a group's grade goes only to members without their own."""
+    roster = write_csv(tmp_path / "roster.csv", [["Name", "SID"], ["Ada Lovelace", "5001"], ["Alan Turing", "5002"]])
+    graded = [result("5001+5002", 83.75, suite), result("5001", 79.75, suite)]
+    notes = lms.write_lms_files(tmp_path, graded, maxima, roster)
+    assert [row[-1] for row in read_csv(tmp_path / "canvas_grades.csv")[1][2:]] == ["79.75", "83.75"]
+    assert any("the LMS files get 5001's 79.75 (their own)" in note for note in notes), notes
+    from grader.feedback import class_view
+
+    record = {"students": lms.roster_record(lms.read_roster(roster), graded)}
+    assert class_view.who("5001+5002", record)[0] == "Alan Turing"  # Ada's grade is her own file's
+    record = {"students": lms.roster_record(lms.read_roster(roster), graded[:1])}
+    assert class_view.who("5001+5002", record)[0] == "Ada Lovelace, Alan Turing"
