@@ -16,8 +16,10 @@ The pictures show only the student's own numbers and the causal *pattern*,
 never a hidden expected value.
 """
 
+import hashlib
 import json
 import math
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
@@ -303,6 +305,7 @@ def html_page(result: SubmissionResult | dict, final: dict[str, Any] | None = No
     final = final or {}
     changed = final.get("overrides") or []
     if changed:  # the grade the LMS holds is the instructor's: the page must not show another one alone
+        parts.append(MARK.format(_override_mark(final)))
         parts.append(f"<div class='notes'><b>Your grade: {float(final['total']):g} / {total:g}</b>, changed by your "
                      "instructor from the score above: <ul>" + "".join(
                          f"<li>{esc(str(item.get('step')))} set to {float(item.get('points', 0)):g}"
@@ -391,24 +394,46 @@ def write_pages(out: Path | str, force: bool = False) -> int:
     """OUT/feedback/<name>.html for every OUT/results/<name>.json, skipping pages newer than their
     results (a resumed run redraws only what was regraded) unless `force`; returns how many were written.
     Pictures are plain SVG strings, so a class of 200 takes well under a second in this one process."""
-    finals, record_time = _finals(out)
+    finals = _finals(out)
     written = 0
     for path in sorted((Path(out) / "results").glob("*.json")):
         page = Path(out) / "feedback" / f"{path.stem}.html"
-        # (overrides live in class.json: a page older than it may show a grade the overrides changed since)
-        if force or not page.is_file() or page.stat().st_mtime < max(path.stat().st_mtime, record_time):
-            written += _write_page_from(path, page, finals.get(path.stem))
+        final = finals.get(path.stem)
+        # (overrides live in class.json: a page that states other ones than it, or none, is drawn again)
+        if (force or not page.is_file() or page.stat().st_mtime < path.stat().st_mtime
+                or _stated(page) != _override_mark(final)):
+            written += _write_page_from(path, page, final)
     return written
 
 
-def _finals(out: Path | str) -> tuple[dict[str, Any], float]:
-    """({submission: its final scores}, class.json's time) from OUT/class.json; ({}, 0) without one."""
-    record = Path(out) / "class.json"
+def _finals(out: Path | str) -> dict[str, Any]:
+    """{submission: its final scores} from OUT/class.json ({} without one)."""
     try:
-        data = json.loads(record.read_text(encoding="utf-8"))
-        return (data.get("final") or {} if isinstance(data, dict) else {}), record.stat().st_mtime
+        data = json.loads((Path(out) / "class.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}, 0.0
+        return {}
+    return data.get("final") or {} if isinstance(data, dict) else {}
+
+
+MARK = "<!-- overrides: {} -->"
+
+
+def _override_mark(final: Any) -> str:
+    """A short digest of the overrides a page states (its final entry's), "" for none."""
+    changed = final.get("overrides") if isinstance(final, dict) else None
+    if not changed:
+        return ""
+    return hashlib.sha256(json.dumps([changed, final.get("total")], sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _stated(page: Path) -> str:
+    """The override digest a page was drawn with ("" for none, or an unreadable page)."""
+    try:
+        with open(page, encoding="utf-8", errors="replace") as stream:  # the mark is in the page's head
+            found = re.search(r"<!-- overrides: ([0-9a-f]+) -->", stream.read(1 << 16))
+    except (OSError, ValueError):
+        return ""
+    return found[1] if found else ""
 
 
 def _write_page_from(path: Path, page: Path, final: dict[str, Any] | None = None) -> int:
