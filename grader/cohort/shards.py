@@ -209,7 +209,27 @@ def read_shards(folders: Sequence[str | Path]) -> tuple[dict[str, tuple[Path, Su
     if missing:
         problems.append("missing slice(s) " + ", ".join(f"{index}/{count}" for index in missing))
     rerun = sorted(set(missing) | set(stale))
-    return results, code, problems, _reruns(rerun, count, cut["source"], ours, stale)
+    knobs = _knobs_of(max(slices, key=lambda item: item[1]["class"]["cut_ns"])[0])
+    return results, code, problems, _reruns(rerun, count, cut["source"], ours, stale, knobs)
+
+
+def _knobs_of(folder):
+    """The make knobs the newest slice was graded with (its class.json `graded_with`): a rerun without them grades
+    with the defaults, and the slices would differ again (a blind review followed such advice back and forth)."""
+    from grader.cohort.class_record import read_record
+
+    done = read_record(folder).get("graded_with") or {}
+    knobs = [f"{knob}={done[key]:g}" for key, knob in (("time_limit", "TIME_LIMIT"),
+                                                       ("submission_time_limit", "SUBMISSION_TIME_LIMIT"))
+             if isinstance(done.get(key), (int, float))]
+    memory = done.get("memory_limit")
+    if isinstance(memory, (int, float)):
+        memory = int(memory)
+        knobs.append(f"MEMORY_LIMIT={memory >> 30}GiB" if memory % (1 << 30) == 0 else
+                     f"MEMORY_LIMIT={memory >> 20}MiB" if memory % (1 << 20) == 0 else f"MEMORY_LIMIT={memory}")
+    knobs += [f"{knob}={done[key]}" for key, knob, default in (("engine", "ENGINE", "kit"), ("device", "DEVICE", "cpu"))
+              if done.get(key) not in (None, default) and re.fullmatch(r"[\w:.-]+", str(done[key]))]
+    return " ".join(knobs)
 
 
 def results_io_path(folder: str | Path, name: str) -> Path:
@@ -246,12 +266,13 @@ def _difference(info, newest):
     return "; ".join(said) or "another version of the class"
 
 
-def _reruns(indexes, count, source, ours, stale):
-    """The commands that grade exactly the slices `indexes` again, into their folders."""
+def _reruns(indexes, count, source, ours, stale, knobs=""):
+    """The commands that grade exactly the slices `indexes` again, into their folders (with `knobs`, the
+    settings the class was graded with)."""
     if not indexes:
         return []
     lines = [f"make grade SUBMISSION={_quoted(source)} SHARD={index}/{count} "
-             f"OUT={_quoted(_folder_for(index, ours, stale))}" for index in indexes]
+             f"OUT={_quoted(_folder_for(index, ours, stale))}" + (f" {knobs}" if knobs else "") for index in indexes]
     lines.append(f"(on Slurm: SHARD_COUNT={count} sbatch --export=ALL,CLASS={_quoted(source)} --array="
                  f"{','.join(map(str, indexes))} cluster/grade.sbatch; with ENGINE, limits and PUBLIC_ONLY as for the "
                  "other slices; then merge again)")

@@ -19,6 +19,7 @@ from grader.markers import clean_solution
 from grader.cohort.shards import shard_from_environment
 from grader.faults.bugs import BUGS
 from grader.paths import ROOT
+from grader.sandbox.limits import DEFAULTS
 from tests.kit.project import kit_project, shell_env
 
 COHORT = Path(__file__).parent / "integrity_cohort"
@@ -80,7 +81,10 @@ def test_a_slice_of_an_older_version_of_the_class_is_refused_with_the_command_th
     assert not (root / "stale_merge" / "grades.csv").exists()
     assert re.search(r"error: slice 2/2 \(\S*out-2, cut [^)]+\) is not of the class the newest slice was cut from "
                      r"\(1/2, .*submissions changed: d_other", stale.stderr), stale.stderr
-    assert runs["advised"] == [f"make grade SUBMISSION={runs['folder']} SHARD=2/2 OUT={runs['slices'][1]}"]
+    # (with the limits the class was graded with: advice without them made the other slice stale in turn)
+    assert runs["advised"] == [f"make grade SUBMISSION={runs['folder']} SHARD=2/2 OUT={runs['slices'][1]} "
+                               f"TIME_LIMIT={TIME_LIMIT} SUBMISSION_TIME_LIMIT={DEFAULTS.submission_seconds:g} "
+                               f"MEMORY_LIMIT={DEFAULTS.memory_bytes >> 30}GiB"]
     assert "--array=2 cluster/grade.sbatch" in stale.stderr
 
 
