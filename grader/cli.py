@@ -822,6 +822,10 @@ def report_command(args):
     if (out / class_record.PENDING).is_file():  # a run stopped while writing its class files: record them all
         finished_note(out, finish_pending(out))
     refuse_unfinished(out, "the report")
+    if not class_record.read_record(out).get("final") and (out / MANIFEST).is_file():
+        raise UsageError(f"{out} holds one slice of a class graded in parts (its shard.json): a report of it would "
+                         "describe a part of the class as a cohort. Merge the slices (make merge SHARDS=\"...\" "
+                         "OUT=<class>), then report the merged OUT (it writes its report), docs/cluster.md")
     refuse_disagreeing_results(out)
     if args.pages:
         feedback.write_pages(out, force=True)

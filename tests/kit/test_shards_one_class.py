@@ -280,3 +280,12 @@ def test_a_merge_stopped_after_copying_results_leaves_an_out_no_report_reads(run
     monkeypatch.undo()
     assert grader_cli("merge", *runs["slices"], "--out", out).returncode == 0
     assert not class_record.unfinished(out) and grader_cli("report", "--out", out).returncode == 0
+
+
+@pytest.mark.slow(reason='uses runs: a class graded whole, in slices and again through `python -m grader` and make')
+def test_a_report_of_one_slice_is_refused(runs, grader_cli):
+    """Blind gradebook review (round 2): `make report OUT=<a slice>` wrote a "Cohort report" of that slice's
+    students (and leftovers of an earlier cut), exit 0, where regrade refused the same OUT."""
+    refused = grader_cli("report", "--out", runs["slices"][0])
+    assert refused.returncode == 2 and "holds one slice of a class graded in parts" in refused.stderr, refused.stderr
+    assert "make merge" in refused.stderr
