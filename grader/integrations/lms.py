@@ -175,6 +175,9 @@ def read_roster_text(text: str, label: str = "roster") -> Roster:
         for index, cell in enumerate(header):
             if cell in names and key not in where:
                 where[key] = index
+    if "canvas_user_id" in header and "user_id" in header:  # Canvas's groups export: user_id is the SIS id there
+        where["canvas_id"] = header.index("canvas_user_id")
+        where.setdefault("sis_user_id", header.index("user_id"))
     if not any(key in where for key in (*IDENTIFIERS, "participant")) and "name" not in where:
         found = ", ".join(repr(clean(cell)) for cell in rows[0][:12]) or "nothing"
         raise RosterError(f"{label}: no column names a student (expected e.g. Student, ID, Email, Username; "

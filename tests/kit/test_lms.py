@@ -435,3 +435,17 @@ def test_a_students_own_submission_counts_before_their_groups(tmp_path, suite, m
     assert class_view.who("5001+5002", record)[0] == "Alan Turing"  # Ada's grade is her own file's
     record = {"students": lms.roster_record(lms.read_roster(roster), graded[:1])}
     assert class_view.who("5001+5002", record)[0] == "Ada Lovelace, Alan Turing"
+
+
+def test_a_canvas_groups_export_gives_its_sis_ids(tmp_path, suite, maxima):
+    """Blind gradebook review (round 2): Canvas's groups export holds the SIS id in `user_id` (beside
+    `canvas_user_id`); canvas_grades.csv left "SIS User ID" empty."""
+    export = tmp_path / "groups.csv"
+    export.write_text("name,canvas_user_id,user_id,login_id,sections,group_name,canvas_group_id,group_id\n"
+                      "\"Alpha, Ann\",7001,s1,ann,A,Team Alpha,1,\n\"Alpha, Bob\",7002,s2,bob,A,Team Alpha,1,\n",
+                      encoding="utf-8")
+    lms.write_lms_files(tmp_path, [result("alphaann_7001", 90, suite), result("alphabob_7002", 80, suite)], maxima,
+                        export)
+    rows = read_csv(tmp_path / "canvas_grades.csv")[1][2:]
+    assert [row[1:4] for row in rows] == [["7001", "s1", "ann"], ["7002", "s2", "bob"]]
+    assert [row[-1] for row in rows] == ["90", "80"]
