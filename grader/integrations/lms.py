@@ -215,9 +215,8 @@ def read_roster_text(text: str, label: str = "roster") -> Roster:
         if student.identifiers() or student.name or student.participant_id:
             roster.students.append(student)
     if rewritten:
-        more = ", ..." if len(rewritten) > EXAMPLES else ""
         raise RosterError(f"{label}: {len(rewritten)} id(s) a spreadsheet rewrote as a number in scientific notation, "
-                          f"the digits lost ({', '.join(rewritten[:EXAMPLES])}{more}): "
+                          f"the digits lost ({_some(rewritten)}): "
                           "no import can match those rows. Export the roster again from the LMS and give that file "
                           "unopened (or, in Excel, import the id columns as Text)")
     _refuse_repeated_students(roster)
@@ -378,9 +377,7 @@ def refuse_unmatched(roster: Roster, results: Sequence[Graded], chosen: Mapping[
     empty = [student for position, student in enumerate(roster.students) if position not in chosen]
     if not strays or not empty:
         return
-    listed = ", ".join(repr(name) for name in strays[:EXAMPLES]) + (", ..." if len(strays) > EXAMPLES else "")
-    rows = ", ".join(f"line {student.line} {_who(student)}" for student in empty[:EXAMPLES]) + (
-        ", ..." if len(empty) > EXAMPLES else "")
+    listed, rows = _some([repr(name) for name in strays]), _some([f"line {s.line} {_who(s)}" for s in empty])
     raise RosterError(
         f"{roster.label}: {len(strays)} graded submission(s) match no roster row ({listed}) while "
         f"{len(empty)} roster row(s) have no submission ({rows}): their empty cells may belong to those "
@@ -420,9 +417,7 @@ def check_match(roster: Roster, names: Iterable[str], origins: Origins | None = 
     spare = [student for position, student in enumerate(roster.students) if position not in taken]
     columns = ", ".join(f"{cell!r} ({what})" for cell, what in roster.read) or "none"
     ignored = [clean(cell) for cell in roster.header if clean(cell) not in {cell for cell, _ in roster.read}]
-    examples = ", ".join(repr(name) for name in unmatched[:EXAMPLES]) + (", ..." if len(unmatched) > EXAMPLES else "")
-    rows = ", ".join(f"line {student.line} {_who(student)}" for student in spare[:EXAMPLES]) + (
-        ", ..." if len(spare) > EXAMPLES else "")
+    examples, rows = _some([repr(name) for name in unmatched]), _some([f"line {s.line} {_who(s)}" for s in spare])
     raise RosterError(
         f"{roster.label}: the roster matches {len(matched)} of the class's {len(names)} submission(s) "
         f"(expected: at least {max(1, -(-len(names) // 2))}: is it this class's export?). Columns read: {columns}"
@@ -433,6 +428,11 @@ def check_match(roster: Roster, names: Iterable[str], origins: Origins | None = 
         "or Moodle participant number of an LMS download, else by its name as an identifier (email, username, "
         "SIS id, ID number) or a name of the roster. Give this course's export (Canvas: Grades > Export; "
         f"Moodle: the assignment's grading worksheet), or grade without ROSTER{when}")
+
+
+def _some(items: Sequence[str]) -> str:
+    """The first EXAMPLES of `items`, joined, with "..." for the rest."""
+    return ", ".join(items[:EXAMPLES]) + (", ..." if len(items) > EXAMPLES else "")
 
 
 def _who(student):
@@ -679,18 +679,17 @@ def write_lms_files(out: str | Path, results: Sequence[Graded], maxima: Mapping[
         locked = locked_rows(roster)
         if locked:
             notes.append(f"{moodle_files}: {len(locked)} worksheet row(s) say the grade cannot be changed "
-                         f"({', '.join(locked[:EXAMPLES])}{', ...' if len(locked) > EXAMPLES else ''}): Moodle keeps "
+                         f"({_some(locked)}): Moodle keeps "
                          "their current grades whatever these files say; unlock them in the gradebook first if the "
                          "kit's are meant")
         kept = [roster.students[position].name for position in worksheet_grades(roster) if position not in chosen]
         if kept and writes_moodle:
             notes.append(f"moodle_grades.csv: {len(kept)} student(s) without a submission keep the grade their "
-                         f"worksheet row holds ({', '.join(kept[:EXAMPLES])}{', ...' if len(kept) > EXAMPLES else ''}"
-                         "), which an empty cell would clear")
+                         f"worksheet row holds ({_some(kept)}), which an empty cell would clear")
     kept = [student.name or _who(student) for student in roster.students if excused(roster, student)]
     if kept and _has_identifier(roster, CANVAS_IDENTIFIERS):
         notes.append(f"canvas_grades.csv: {len(kept)} student(s) excused in {roster.label} keep EX, not the kit's "
-                     f"score ({', '.join(kept[:EXAMPLES])}{', ...' if len(kept) > EXAMPLES else ''}): to grade them, "
+                     f"score ({_some(kept)}): to grade them, "
                      "remove the excuse in Canvas, export again and run the same command")
     missing = len(roster.students) - len(chosen)
     if missing:
