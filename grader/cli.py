@@ -768,6 +768,7 @@ def finish_pending(out, maxima=None, grading_follows=False):
     if unreadable and grading_follows:  # this grade grades them again and writes every class file
         class_record.write_record(out, record)  # what the stopped run had to record (a regrade's file, overrides)
         done_pending(out)
+        class_record.mark_unfinished(out)  # its class files are the grade's to write: none reads OUT till then
         log.info(terminal(f"{_listed(unreadable)}: cannot be read; graded again by this run"))
         return None
     if unreadable:  # class files without them would describe another class: the journal stays for the grade
