@@ -36,6 +36,25 @@ def randn(*shape, seed, scale=1.0):
     return draw(*shape, seed=seed, scale=scale)
 
 
+def expect_no_overflow(student, function, causal, what):
+    """`function(scores, d_k)` on scores about a thousand times the usual: torch.softmax keeps every weight finite
+    (it subtracts each row's largest score first); exp(scores) / sum overflows to inf / inf = NaN (the chapter's
+    naive softmax, which it warns against). Only finiteness is asked: how close is the other checks' business."""
+    from grader.check.causes import observation
+    from grader.check.testing import expect_tensor, fail, named_crashes
+
+    scores = randn(2, 5, 5, seed=11, scale=3000.0)
+    with named_crashes():
+        got = student.call(function, scores, 4)
+    overflowed = isinstance(got, torch.Tensor) and tuple(got.shape) == (2, 5, 5) and got.is_floating_point() and \
+        not bool(torch.isfinite(got.double()).all())
+    if not overflowed:
+        expect_tensor(got, f"{what} for large scores", shape=(2, 5, 5))
+    else:
+        fail(f"{what} for scores of about ±3000 hold NaN or inf, where softmax(scores / sqrt(d_k)) is finite"
+             + (" (the future at 0)" if causal else ""), [observation("cause", "softmax_overflow")])
+
+
 def linear_params(prefix, d_in, d_out, seed, bias=False):
     params = {f"{prefix}.weight": randn(d_out, d_in, seed=seed, scale=0.5)}
     if bias:

@@ -3,7 +3,7 @@
 import itertools
 
 import torch
-from .oracle import randn, suspects, weights_of
+from .oracle import expect_no_overflow, randn, suspects, weights_of
 
 from grader.check.causes import observation
 from grader.check.signatures import (mask_dtype_observations, mask_outcome, pattern_outcome, renorm_outcome,
@@ -113,6 +113,7 @@ def test_causal_weights(student):
                          suspects(lambda faults: weights_of(scores, d_k, faults=faults), CAUSAL_FAULTS),
                          [("not_renormalised", zeroed_after)]),
                      probes=causal_probes(got, scores, d_k))
+    expect_no_overflow(student, "causal_attention_weights", True, "causal attention weights")
 
 
 @graded("masking: causal_attention_weights ignores the scores of future positions", weight=2)

@@ -3,7 +3,7 @@
 import math
 
 import torch
-from .oracle import linear_attention, linear_params, randn, self_attention, suspects, weights_of
+from .oracle import expect_no_overflow, linear_attention, linear_params, randn, self_attention, suspects, weights_of
 from .probes import check_draws, module_observations
 
 from grader.check.causes import observation
@@ -50,6 +50,7 @@ def test_scaled_weights(student):
                      suspects=suspects(lambda faults: weights_of(scores, d_k, causal=False, faults=faults),
                                        WEIGHT_FAULTS),
                      probes=weight_probes(got, scores, d_k))
+    expect_no_overflow(student, "scaled_attention_weights", False, "attention weights")
 
 
 @graded("scaling: context_vectors are the weighted sums of the values, batched", weight=1)
