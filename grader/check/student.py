@@ -58,6 +58,10 @@ class StudentError(AssertionError):
                                                           if step else "")
         if self.info["returned"]:
             return f"{self.what} returned a value the grader cannot take" + HIDDEN_TEXT_NOTE
+        if self.info["type"] == "InjectionError":  # the grader's own setting of weights failed, not the student's code
+            return (f"{self.what} failed: the module has no parameter or buffer of the name and shape the chapter "
+                    "gives it (W_query, W_key and W_value as nn.Linear(d_in, d_out, bias=qkv_bias), out_proj, a "
+                    "mask registered as a buffer), so the grader could not set it")
         kind = self.info["type"] if self.info["type"] in _KNOWN_ERRORS else "an error"
         return f"{self.what} raised {kind}" + HIDDEN_TEXT_NOTE
 

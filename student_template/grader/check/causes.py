@@ -267,6 +267,9 @@ CAUSES = {cause.key: cause for cause in (
     Cause("mask_float", "causal_mask returns a float 0/1 mask, not a bool one",
           "return a bool tensor (True = hidden): torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1), or "
           "add .bool()"),
+    Cause("softmax_overflow", "the softmax is computed as exp(scores) / sum without subtracting each row's largest "
+          "score first, so large scores overflow to inf and the weights become NaN",
+          "use torch.softmax(..., dim=-1), which subtracts each row's maximum before exp (or subtract it yourself)"),
     Cause("no_softmax", "the softmax is missing: the (masked, scaled) scores are used as attention weights",
           "turn the scores into weights with torch.softmax(scores / sqrt(d_k), dim=-1)",
           sig(rows="raw", temperature="~other|~unfit")),
