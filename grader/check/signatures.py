@@ -1049,6 +1049,24 @@ class Battery:
         self.run(look)
         return calm[0]
 
+    def output_kind(self):
+        """A forward whose output is (b, n, n) where (b, n, d_out) is due, n != d_out: the attention weights (or
+        scores) came back instead of the context vectors. Said as a cause: every other check then only sees the
+        wrong shape (a blind reviewer's student was told shapes on nine checks and no cause)."""
+        dims = self.dims
+        if self.name not in ("CausalAttention", "MultiHeadAttention") or dims.n == dims.d_out:
+            return self
+
+        def look():
+            module, params = self.loaded(now=False)
+            x = draw(dims.batch, dims.n, dims.d_in, seed=self.seed + 95, scale=1.0)
+            out = module.forward_many([(x,)], weights=params)[0]
+            if isinstance(out, torch.Tensor) and tuple(out.shape) in ((dims.batch, dims.n, dims.n),
+                                                                      (dims.batch, dims.heads, dims.n, dims.n)):
+                self.add("cause", "returns_weights")
+
+        return self.run(look)
+
     def causality(self):
         """Perturb every token after t (t = 0, then t = n - 2): the outputs of tokens 0..t must not move."""
         if getattr(self, "layout_seen", None) not in (None, "ok"):
@@ -1220,8 +1238,9 @@ _SEEN = weakref.WeakKeyDictionary()
 # or only dropout, does not pay the round trips of the others.
 PARTS = {
     "structure": lambda battery, causal: battery.structure(),
-    "attention": lambda battery, causal: None if not battery.steady() else battery.attention(causal=causal)
-    .causality().batch_independence().lengths().square_batch() if causal else battery.attention(causal=False),
+    "attention": lambda battery, causal: None if not battery.steady() else battery.output_kind()
+    .attention(causal=causal).causality().batch_independence().lengths().square_batch() if causal
+    else battery.attention(causal=False),
     "construction": lambda battery, causal: battery.construction(),
     "dropout": lambda battery, causal: battery.dropout_behaviour(),
 }

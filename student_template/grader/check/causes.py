@@ -267,6 +267,9 @@ CAUSES = {cause.key: cause for cause in (
     Cause("mask_float", "causal_mask returns a float 0/1 mask, not a bool one",
           "return a bool tensor (True = hidden): torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1), or "
           "add .bool()"),
+    Cause("returns_weights", "forward returns a (num_tokens x num_tokens) matrix per sequence, as the attention "
+          "weights are, instead of the context vectors (num_tokens x d_out)",
+          "end forward with context_vec = attn_weights @ values (after dropout on the weights) and return that"),
     Cause("softmax_overflow", "the softmax is computed as exp(scores) / sum without subtracting each row's largest "
           "score first, so large scores overflow to inf and the weights become NaN",
           "use torch.softmax(..., dim=-1), which subtracts each row's maximum before exp (or subtract it yourself)"),
