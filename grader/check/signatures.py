@@ -156,9 +156,12 @@ def temperature_observation(weights, scores, scales, causal=False):
     tau = getattr(outcome, "value", None)
     if outcome == "ok" or tau is None:
         return [observation("temperature", str(outcome))]
-    used = (f"your scores are divided by {tau:.4g}" if tau >= 1 else
-            f"your scores are multiplied by {1 / tau:.4g}")
-    return [observation("temperature", str(outcome), measured=f"{used}; sqrt(d_k) is {scales['ok']:.4g}")]
+    used = ("your scores are not scaled (divided by 1)" if math.isclose(tau, 1.0, rel_tol=2e-3) else
+            f"your scores are divided by {tau:.4g}" if tau >= 1 else f"your scores are multiplied by {1 / tau:.4g}")
+    # d_k said with its root: a probe may use other sizes than the check whose message it joins
+    d_k = scales["ok"] ** 2
+    return [observation("temperature", str(outcome),
+                        measured=f"{used}; sqrt(d_k) is {scales['ok']:.4g} for d_k = {d_k:.4g} here")]
 
 
 def scale_table(d_k, d_in=None, d_out=None, heads=None, tokens=None):
