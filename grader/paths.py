@@ -11,6 +11,10 @@ SOLUTIONS = ROOT / "solutions"
 SOLUTION = SOLUTIONS / "attention.py"
 CHAPTER_TEXT = SOLUTIONS / "chapter.md"
 RELEASE_SOURCES = SOLUTIONS / "release"
-STARTERS = (ROOT / "exercises" / "attention.py", ROOT / "exercises" / "attention.ipynb")  # as handed out (generated)
+# The files students are handed (generated): exercises/, the release's copies (the notebook with its setup cell,
+# the checker) and, in the Gradescope zip, starters/. A submitted file whose code is one of these is no work.
+STARTERS = tuple(ROOT / folder / name for folder in ("exercises", "student_template/exercises", "starters")
+                 for name in ("attention.py", "attention.ipynb")) + (ROOT / "student_template" / "check.py",
+                                                                      ROOT / "starters" / "check.py")
 TESTS = ROOT / "tests"
 SAMPLE_CLASS = ROOT / "samples" / "class"

@@ -176,7 +176,7 @@ def _exercise_named(filename):
 
 
 # Why a student's file was graded before the next, by the first part of `_rank` that told them apart
-RANK_REASONS = ("the other is the exercise file as handed out, unchanged", "the exercise's file",
+RANK_REASONS = ("the other is a file as handed out, unchanged", "the exercise's file",
                 "the exercise's exact name", "a .py before a notebook", "the latest upload", "the latest copy", None)
 
 
@@ -187,8 +187,15 @@ def _rank(filename, file_id=0, path=None):
     notebook, then the latest: the highest file id where the LMS numbers uploads (Canvas's ids only grow),
     else the highest copy (`attention-2.py` after `attention-1.py` after `attention.py`)."""
     base, copy = _copy_of(filename)
-    return (path is not None and _unchanged_starter(path), base.casefold() != EXERCISE.casefold(), base != EXERCISE,
+    return (path is not None and as_handed_out(path), base.casefold() != EXERCISE.casefold(), base != EXERCISE,
             Path(filename).suffix != ".py", -file_id, -copy, filename)
+
+
+def graded_first(paths: list[Path], top: Path) -> list[Path]:
+    """One student's code files (below `top`), the one to grade first: as `_rank` orders them, then the shallowest.
+    The Gradescope autograder picks with this too, so that it and `make grade` grade the same file."""
+    return sorted(paths, key=lambda path: (_rank(path.name, path=path)[:-1], len(path.relative_to(top).parts),
+                                           str(path)))
 
 
 def _code_text(path):
@@ -207,8 +214,9 @@ def _starter_codes():
     return codes
 
 
-def _unchanged_starter(path):
-    """True for a file whose code is the starter's, as handed out (only ever compared, never run)."""
+def as_handed_out(path: Path) -> bool:
+    """True for a file whose code is one of the files students are handed, unchanged (paths.STARTERS: the stub,
+    its notebook, the checker), compared and never run."""
     try:
         return _code_text(path) in _starter_codes()
     except (OSError, ValueError, SubmissionError):

@@ -68,19 +68,21 @@ rm -f "$RESULTS"  # an earlier run's results are never this submission's
 chmod go-rwx "$ROOT/source" "$ROOT/submission" "$ROOT/results" "$ROOT/submission_metadata.json" 2>/dev/null || true
 chmod -R go-rwx "$ROOT/source/tests" 2>/dev/null || true
 
-# The student's file: anywhere under submission/ (Gradescope keeps uploaded folders), preferring
-# attention.py, then attention.ipynb, then the shallowest .py or .ipynb. None: a zero with a reason.
-SUBMISSION=$("$PYTHON" - "$ROOT/submission" "$RESULTS" <<'PICK'
+# The student's file: anywhere under submission/ (Gradescope keeps uploaded folders), chosen as `make grade`
+# chooses among one student's files (grader.cohort.submissions.graded_first: never a file as handed out while
+# another is there, then the exercise's name, a .py before a notebook, the shallowest). None: a zero with a reason.
+SUBMISSION=$("$PYTHON" - "$ROOT/submission" "$RESULTS" "$ROOT/source" <<'PICK'
 import json, sys
 from pathlib import Path
 
 folder, results = Path(sys.argv[1]), Path(sys.argv[2])
-files = [p for p in folder.rglob("*") if p.is_file() and p.suffix in (".py", ".ipynb")
+sys.path.insert(0, sys.argv[3])
+from grader.cohort.submissions import graded_first
+
+files = [p for p in folder.rglob("*") if p.is_file() and p.suffix in (".py", ".ipynb") and not p.is_symlink()
          and not any(part.startswith((".", "__")) for part in p.relative_to(folder).parts)]
-rank = {{"attention.py": 0, "attention.ipynb": 1}}
-files.sort(key=lambda p: (rank.get(p.name, 2), len(p.relative_to(folder).parts), p.suffix != ".py", str(p)))
 if files:
-    print(files[0])
+    print(graded_first(files, folder)[0])
 else:
     found = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     message = ("No .py or .ipynb file was found in your submission"
@@ -126,6 +128,11 @@ def zip_members() -> dict[str, tuple[str, bool]]:
     """{name in the zip: (text, executable)} for everything the autograder needs."""
     members = {"setup.sh": (SETUP, True), "run_autograder": (RUN, True),
                "requirements.txt": (gradescope_requirements(), False)}
+    # what students are handed, for the picker to pass over an untouched copy (paths.STARTERS: starters/)
+    release = ROOT / "student_template"
+    members.update((f"starters/{path.name}", (path.read_text(encoding="utf-8"), False)) for path in
+                   (release / "exercises" / "attention.py", release / "exercises" / "attention.ipynb",
+                    release / "check.py"))
     tests = shipping.test_files()
     files = {**shipped_files(ENGINE, tests, leave_out=INSTRUCTOR_ONLY), **tests}
     members.update((name, (text, False)) for name, text in files.items())

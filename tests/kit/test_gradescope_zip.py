@@ -18,6 +18,7 @@ from grader.faults.bugs import BUGS
 from grader.integrations import gradescope
 from grader.chapter import STEP_KEYS
 from grader.chapter import BY_KEY, TOTAL_POINTS
+from grader.paths import ROOT
 
 pytestmark = pytest.mark.slow(
     reason="builds the Gradescope zip and runs its run_autograder per case, beside the kit's grades")
@@ -104,3 +105,18 @@ def test_submission_without_code_gets_zero_with_a_reason(autograder_zip, tmp_pat
     results, _ = run_autograder(autograder_zip, tmp_path / "autograder", {"attention.txt": "print(1)"})
     assert results["score"] == 0 and results["tests"] == []
     assert "No .py or .ipynb file" in results["output"] and "attention.txt" in results["output"]
+
+
+@pytest.mark.parametrize("case", ["starter_beside_notebook", "checker_beside_work"])
+def test_a_file_as_handed_out_is_never_graded_over_the_work(case, autograder_zip, tmp_path, clean):
+    """Blind review (round 3): the untouched attention.py uploaded beside a solved notebook was graded (0 of
+    100, exit 0, nothing said), where `make grade` graded the notebook; so was the release's check.py beside
+    my_attention.py. The picker now chooses as `make grade` does (grader.cohort.submissions.graded_first)."""
+    from grader.build.exercises import code_sections, notebook
+
+    release = ROOT / "student_template"
+    files = {"starter_beside_notebook": {"attention.py": (release / "exercises" / "attention.py").read_text(),
+                                         "attention.ipynb": notebook(code_sections(clean))},
+             "checker_beside_work": {"my_attention.py": clean, "check.py": (release / "check.py").read_text()}}[case]
+    results, _ = run_autograder(autograder_zip, tmp_path / "autograder", files)
+    assert results["score"] == TOTAL_POINTS, [t["output"] for t in results["tests"] if t["score"] < t["max_score"]]

@@ -374,8 +374,8 @@ def test_the_starter_file_uploaded_beside_the_work_is_not_the_one_graded(tmp_pat
     collected = collect_as(kind, tmp_path, files)
     try:
         assert graded(collected) == {"lovelaceada_5001": work, "turingalan_5002": starter}
-        assert ("lovelaceada_5001: several code files; graded attention.ipynb (the other is the exercise file as "
-                "handed out, unchanged), not attention.py") in collected.problems, collected.problems
+        assert ("lovelaceada_5001: several code files; graded attention.ipynb (the other is a file as handed out, "
+                "unchanged), not attention.py") in collected.problems, collected.problems
     finally:
         collected.cleanup()
 
@@ -401,5 +401,19 @@ def test_an_lms_upload_without_code_is_a_zero_that_says_what_was_handed_in(tmp_p
     try:
         assert [why.split(" was ")[0] for _, why in collected.rejected] == ["Jane Doe_123456_assignsubmission_file_"]
         assert len(graded(collected)) == 1
+    finally:
+        collected.cleanup()
+
+
+def test_the_release_notebook_beside_the_work_is_not_the_one_graded(tmp_path):
+    """Blind review (round 3): eve's solved Attention.py beside the release's untouched attention.ipynb (the one
+    with its setup cell, not exercises/'s) gave 0: "the exercise's exact name" won. Every file students are handed
+    counts as handed out (paths.STARTERS)."""
+    released = (ROOT / "student_template" / "exercises" / "attention.ipynb").read_text(encoding="utf-8")
+    collected = collect_as("folder", tmp_path, {"class/eve/Attention.py": "# eve's work\n",
+                                               "class/eve/attention.ipynb": released,
+                                               "class/fay/attention.py": "# fay\n"})
+    try:
+        assert graded(collected)["eve"] == "# eve's work\n"
     finally:
         collected.cleanup()
