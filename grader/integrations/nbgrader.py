@@ -319,16 +319,41 @@ def plan_course(staged: str | Path, course: str | Path) -> tuple[str, list[str]]
     if not (Path(course) / GRADEBOOK).is_file():
         return "install", []
     old, new = assignment_cells(Path(course) / GRADEBOOK), assignment_cells(Path(staged) / GRADEBOOK)
-    if old == new:
+    code = changed_code(staged, course)
+    if old == new and not code:
         return "keep", []
     work = student_work(course)
     if not work:
-        return "regenerate", []
-    return "refuse", ([f"nbgrader: the assignment's graded cells in {GRADEBOOK} would change:"]
-                      + [f"  {line}" for line in cell_changes(old, new)]
-                      + ["while the course holds grading work:"] + [f"  {line}" for line in work]
-                      + ["(grades and submissions were made against the current cells; publish the new tests as a new "
-                         "assignment, or into a new course: make publish DIST=...)"])
+        return ("keep" if old == new else "regenerate"), []
+    said = []
+    if old != new:
+        said += [f"nbgrader: the assignment's graded cells in {GRADEBOOK} would change:"]
+        said += [f"  {line}" for line in cell_changes(old, new)]
+    if code:
+        said += ["nbgrader: the code that grades would change (the hidden tests, the checks, the plugins):"]
+        said += [f"  {line}" for line in code[:10]] + ([f"  and {len(code) - 10} more"] if len(code) > 10 else [])
+    return "refuse", (said + ["while the course holds grading work:"] + [f"  {line}" for line in work]
+                      + ["(grades and submissions were made against the current cells and tests; publish the new tests "
+                         "as a new assignment, or into a new course: make publish DIST=...)"])
+
+
+def changed_code(staged: str | Path, course: str | Path) -> list[str]:
+    """The course's Python files (hidden tests, the release's checks and grader, the kit's plugins) that the staged
+    build would change, add or remove: a student graded before and one graded after would be graded by other code
+    (a blind reviewer's republish changed a hidden dropout check in a graded course, exit 0)."""
+    def code(folder):  # what the kit writes there: its hidden tests, the assignment's files, its plugins
+        found = {}
+        for path in Path(folder).rglob("*.py"):
+            parts = path.relative_to(folder).parts
+            kits = parts[0] in (HIDDEN_FOLDER, "source", "release") or (len(parts) == 1 and parts[0].startswith("kit_"))
+            if path.is_file() and "__pycache__" not in parts and kits:
+                found["/".join(parts)] = path.read_bytes()
+        return found
+
+    before, after = code(course), code(staged)
+    return sorted([f"{name}: changed" for name in set(before) & set(after) if before[name] != after[name]]
+                  + [f"{name}: new" for name in set(after) - set(before)]
+                  + [f"{name}: removed" for name in set(before) - set(after)])
 
 
 def finish_course(course: str | Path, action: str) -> None:

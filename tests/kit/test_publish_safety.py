@@ -134,6 +134,28 @@ def test_changed_graded_cells_are_refused_and_nothing_changes(midterm, monkeypat
     assert {path: path.read_bytes() for path in course.rglob("*") if path.is_file()} == everything
 
 
+def test_changed_grading_code_is_refused_and_nothing_changes(midterm, monkeypatch):
+    """Blind review (round 3): a changed hidden test (and a changed public check) was installed into a course that
+    held grades, exit 0: a student autograded after it was graded by other code than one before it."""
+    dist, course = midterm
+    everything = {path: path.read_bytes() for path in course.rglob("*") if path.is_file()}
+    original = course_builder._copy_sources
+
+    def edited(paths, target):
+        original(paths, target)
+        if target.name == "hidden":
+            with open(sorted(target.glob("test_*.py"))[0], "a", encoding="utf-8") as stream:
+                stream.write("\n# a stricter tolerance, say\n")
+
+    monkeypatch.setattr(course_builder, "_copy_sources", edited)
+    with pytest.raises(PublishRefused) as refused:
+        publish(dist, ("nbgrader",))
+    message = str(refused.value)
+    assert "the code that grades would change" in message and "kit_hidden_tests/hidden/test_" in message
+    assert "2 submission(s) of attention" in message and "nothing was changed" in message
+    assert {path: path.read_bytes() for path in course.rglob("*") if path.is_file()} == everything
+
+
 def test_a_hand_edited_config_is_refused_until_its_settings_move(midterm):
     dist, course = midterm
     config = course / "nbgrader_config.py"
