@@ -107,26 +107,6 @@ KIT_BUGS = [
         replace="    return keys @ queries.transpose(-2, -1)\n",
     ),
     Bug(
-        id="scaling_naive_softmax",
-        source='the chapter itself (softmax_naive, which it warns overflows); a blind reviewer, 2026-11-28',
-        diagnosis="softmax_overflow",
-        step="scaling",
-        cause="softmax written as exp(s) / sum(exp(s)) without subtracting the row max: large scores give NaN",
-        find="    return torch.softmax(scores / d_k**0.5, dim=-1)\n",
-        replace=("    weights = torch.exp(scores / d_k**0.5)\n"
-                 "    return weights / weights.sum(dim=-1, keepdim=True)\n"),
-    ),
-    Bug(
-        id="masking_naive_softmax",
-        source='the chapter itself (softmax_naive, which it warns overflows); a blind reviewer, 2026-11-28',
-        diagnosis="softmax_overflow",
-        step="masking",
-        cause="the causal weights' softmax written as exp / sum without subtracting the row max",
-        find="    return torch.softmax(masked / d_k**0.5, dim=-1)\n",
-        replace=("    weights = torch.exp(masked / d_k**0.5)\n"
-                 "    return weights / weights.sum(dim=-1, keepdim=True)\n"),
-    ),
-    Bug(
         id="scaling_softmax_dim0",
         source='https://github.com/PetrochukM/PyTorch-NLP/issues/2',
         learner='softmax_dim0_batch',

@@ -1,0 +1,82 @@
+"""What a blind reviewer's student was told (2026-11-28), for the mistakes where the feedback was wrong, empty or
+silent: each is graded here as its class of mistake, grafted onto the solution.
+
+* `keys @ queries.T` in SelfAttention_v1: the public check said "softmax scale (the scale is not sqrt(d_k))", a
+  right scale sent to be fixed. A temperature read from weights that are no softmax of q·k is no finding.
+* `F.dropout(w, p)` without training=: five properties (rows, mask, causality, future scores, batch independence)
+  were listed as wrong, all of them right; eval-mode randomness is now told, and only it.
+* forward returning the attention weights: shapes on nine checks and no cause.
+* a softmax written as exp / sum without the row max (the chapter's naive softmax): full marks. Large scores now
+  overflow it to NaN in the weights checks of scaling and masking, and the cause is named.
+* `bias=False` whatever qkv_bias: a hidden check said the student's code "raised an error" where the grader's own
+  setting of the bias failed.
+"""
+
+import pytest
+
+from grader.check.causes import CAUSES
+
+KEYS_FIRST = ("        values = x @ self.W_value\n        attn_scores = queries @ keys.T\n",  # v1's (v2 has the same line)
+              "        values = x @ self.W_value\n        attn_scores = keys @ queries.T\n")
+DROPOUT_ALWAYS = ("        attn_weights = self.dropout(attn_weights)\n        return attn_weights @ values\n",
+                  "        attn_weights = torch.nn.functional.dropout(attn_weights, p=self.dropout.p)\n"
+                  "        return attn_weights @ values\n")
+RETURNS_WEIGHTS = ("        attn_weights = self.dropout(attn_weights)\n        return attn_weights @ values\n",
+                   "        attn_weights = self.dropout(attn_weights)\n        return attn_weights\n")
+NAIVE_SCALED = ("    return torch.softmax(scores / d_k**0.5, dim=-1)\n",
+                "    weights = torch.exp(scores / d_k**0.5)\n    return weights / weights.sum(dim=-1, keepdim=True)\n")
+NAIVE_CAUSAL = ("    return torch.softmax(masked / d_k**0.5, dim=-1)\n",
+                "    weights = torch.exp(masked / d_k**0.5)\n    return weights / weights.sum(dim=-1, keepdim=True)\n")
+BIAS_IGNORED = (("        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+                 "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+                 "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)\n        self.dropout = nn.Dropout(dropout)\n"
+                 "        self.register_buffer(\n"),
+                ("        self.W_query = nn.Linear(d_in, d_out, bias=False)\n"
+                 "        self.W_key = nn.Linear(d_in, d_out, bias=False)\n"
+                 "        self.W_value = nn.Linear(d_in, d_out, bias=False)\n        self.dropout = nn.Dropout(dropout)\n"
+                 "        self.register_buffer(\n"))
+CASES = {"keys_first": KEYS_FIRST, "dropout_always": DROPOUT_ALWAYS, "returns_weights": RETURNS_WEIGHTS,
+         "naive_scaled": NAIVE_SCALED, "naive_causal": NAIVE_CAUSAL, "bias_ignored": BIAS_IGNORED}
+
+
+@pytest.fixture(scope="module")
+def told(grade_many, clean):
+    sources = {}
+    for name, (find, replace) in CASES.items():
+        assert clean.count(find) == 1, name  # the edit lands in the one place it is meant for
+        sources[name] = clean.replace(find, replace)
+    return grade_many(sources)
+
+
+def failing(result, step):
+    return [test for test in result.tests if test.step == step and test.score < test.max_score]
+
+
+def test_a_transposed_score_matrix_is_not_told_a_wrong_scale(told):
+    said = " ".join(test.output for test in failing(told["keys_first"], "scaling"))
+    assert said and "softmax scale" not in said and "the scale is not sqrt(d_k)" not in said, said
+    assert CAUSES["scores_kq"].title in said
+
+
+def test_dropout_active_in_eval_is_told_alone(told):
+    tests = failing(told["dropout_always"], "causal_attention")
+    assert tests and all(CAUSES["dropout_in_eval"].title in test.output for test in tests), [t.output for t in tests]
+    said = " ".join(test.output for test in tests)
+    assert "what is wrong" not in said and "causality" not in said and "batch independence" not in said
+
+
+def test_a_forward_that_returns_the_weights_is_told_so(told):
+    tests = failing(told["returns_weights"], "causal_attention")
+    assert tests and all(CAUSES["returns_weights"].title in test.output for test in tests)
+
+
+@pytest.mark.parametrize("name,step", [("naive_scaled", "scaling"), ("naive_causal", "masking")])
+def test_a_softmax_that_overflows_loses_its_weights_check_and_is_named(told, maxima, name, step):
+    steps = told[name].step_scores()
+    assert steps[step] < maxima[step] and all(steps[key] == maxima[key] for key in maxima if key != step), steps
+    assert any(CAUSES["softmax_overflow"].title in test.output for test in failing(told[name], step))
+
+
+def test_a_bias_the_grader_cannot_set_is_not_the_students_error(told):
+    said = " ".join(test.output for test in failing(told["bias_ignored"], "causal_attention"))
+    assert "raised" not in said and CAUSES["qkv_bias_ignored"].title in said, said
