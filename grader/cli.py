@@ -316,7 +316,7 @@ def write_class_files(out, graded, maxima, record, sources=None):
         scores = {name: entry["total"] for name, entry in record["final"].items()}
         try:
             notes += lms.write_lms_files(out, graded, maxima, roster=roster, origins=record.get("origins"),
-                                         scores=scores)
+                                         scores=scores, no_verdict=[r.name for r in graded if not r.fingerprint])
         except lms.RosterError as error:
             refused = error
     if refused is not None:  # grades.csv and the rest are written; the LMS files of an earlier run are stale

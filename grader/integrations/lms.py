@@ -646,9 +646,11 @@ def moodle_worksheet(roster: Roster, chosen: Mapping[int, Graded], scores: Mappi
 
 def write_lms_files(out: str | Path, results: Sequence[Graded], maxima: Mapping[str, float],
                     roster_path: str | Path | None = None, origins: Origins | None = None,
-                    scores: Mapping[str, float] | None = None, roster: Roster | None = None) -> list[str]:
+                    scores: Mapping[str, float] | None = None, roster: Roster | None = None,
+                    no_verdict: Iterable[str] = ()) -> list[str]:
     """Write canvas_grades.csv and moodle_grades.csv (and moodle_worksheet.csv for a worksheet roster)
-    into `out`; return notes for the instructor. `scores`: {name: final score} (overrides applied)."""
+    into `out`; return notes for the instructor. `scores`: {name: final score} (overrides applied).
+    `no_verdict`: submissions the grader itself failed on (a zero that is no grade): their cells stay empty."""
     if roster is None:
         if roster_path is None:
             raise TypeError("write_lms_files needs a roster or a roster_path")
@@ -656,6 +658,11 @@ def write_lms_files(out: str | Path, results: Sequence[Graded], maxima: Mapping[
     check_match(roster, [result.name for result in results], origins)  # before any file is written
     chosen, notes = match(roster, results, origins)
     refuse_unmatched(roster, results, chosen, origins)
+    failed = sorted({result.name for result in chosen.values()} & set(no_verdict))
+    if failed:  # an import would record the placeholder zero as the student's grade
+        chosen = {position: result for position, result in chosen.items() if result.name not in failed}
+        notes.append(f"{_some(failed)}: the grader failed on their file(s), so their cells in the LMS files are "
+                     "empty, not 0, until a run grades them")
     points = sum(maxima.values())
     canvas_total, canvas_note = canvas_points(roster, points)
     writes_moodle = _has_identifier(roster, MOODLE_KEYS)

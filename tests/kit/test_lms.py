@@ -449,3 +449,13 @@ def test_a_canvas_groups_export_gives_its_sis_ids(tmp_path, suite, maxima):
     rows = read_csv(tmp_path / "canvas_grades.csv")[1][2:]
     assert [row[1:4] for row in rows] == [["7001", "s1", "ann"], ["7002", "s2", "bob"]]
     assert [row[-1] for row in rows] == ["90", "80"]
+
+
+def test_a_file_the_grader_failed_on_gets_an_empty_cell_not_a_zero(tmp_path, suite, maxima):
+    """Blind review (round 3): ENGINE=otter failed on a file (exit 2, "not a verdict on your code"), and the
+    Canvas and Moodle files still gave that student 0: an import would have recorded it."""
+    roster = write_csv(tmp_path / "roster.csv", [["Name", "Email"], ["Ada", "ada@x.edu"], ["Alan", "alan@x.edu"]])
+    graded = [result("ada@x.edu", 90, suite), result("alan@x.edu", 0, suite)]
+    notes = lms.write_lms_files(tmp_path, graded, maxima, roster, no_verdict=["alan@x.edu"])
+    assert [row[-1] for row in read_csv(tmp_path / "moodle_grades.csv")[1][1:]] == ["90", ""]
+    assert any("alan@x.edu: the grader failed on their file(s)" in note for note in notes), notes
