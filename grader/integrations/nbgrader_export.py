@@ -3,7 +3,7 @@
 nbgrader's built-in CSV exporter joins fields with commas without quoting (a
 name like "Doe, Jane" shifts every column after it), writes 0 for a student
 who never submitted, and leaves out the review flags. This one writes real
-CSV (UTF-8, quoted where needed), an empty score for a missing submission, the
+CSV (UTF-8, quoted where needed), an empty score for a missing submission or one never graded, the
 flags a grader must look at (needs_manual_grade, flagged, failed_tests) and a
 column per step: the kit names its grade cells `<step>-...`. A name that would start a spreadsheet
 formula (=, +, -, @, tab, CR) gets a leading apostrophe, as in every CSV the kit writes.
@@ -75,6 +75,12 @@ class QuotedCsvExport(ExportPlugin):
             submission = gradebook.find_submission(assignment.name, student.id)
         except MissingEntry:  # never a silent zero: an empty score says "nothing was submitted"
             row["submitted"] = False
+            return [_text(row.get(key)) for key in FIELDS] + [""] * len(steps)
+        if any(grade.auto_score is None and grade.manual_score is None
+               for notebook in submission.notebooks for grade in notebook.grades):
+            # collected but never graded (autograde failed: a kernel that died): no score is known, and a zero
+            # here would be imported as one (a blind reviewer saw 0 with failed_tests=no)
+            row.update(submitted=True, timestamp=submission.timestamp, needs_manual_grade=True)
             return [_text(row.get(key)) for key in FIELDS] + [""] * len(steps)
         penalty = submission.late_submission_penalty or 0.0
         row.update(submitted=True, timestamp=submission.timestamp, raw_score=submission.score,
