@@ -91,7 +91,12 @@ else:
     results.write_text(json.dumps({{"score": 0, "output": message, "tests": []}}))
 PICK
 )
-[ -n "$SUBMISSION" ] || exit 0
+if [ -z "$SUBMISSION" ]; then  # no code (a zero with a reason, written above), or the picker itself failed
+    [ -s "$RESULTS" ] && exit 0
+    echo '{{"score": 0, "output": "The autograder failed before grading; please tell your instructor.", "tests": []}}' \
+        > "$RESULTS"
+    exit 1
+fi
 
 cd "$ROOT/source"
 WORK=$(mktemp -d)

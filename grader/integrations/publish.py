@@ -72,7 +72,17 @@ def publish(dist: str | Path, parts: Sequence[str] = PARTS, course_id: str | Non
         raise PublishRefused([f"{dist} holds a graded class ({', '.join(held)}): publish into another folder "
                               "(make publish DIST=...); nothing was changed"])
     manifest = read_manifest(dist)
-    course_id = course_id or manifest.get("settings", {}).get("course_id") or "attention"
+    recorded = manifest.get("settings", {}).get("course_id")
+    if "nbgrader" in parts and course_id and recorded and course_id != recorded:
+        from grader.integrations.nbgrader import student_work
+
+        work = student_work(dist / "nbgrader")
+        if work:  # nbgrader would start a second course row beside the graded one
+            raise PublishRefused([f"nbgrader: the course in {dist} is {recorded!r} and holds grading work:"]
+                                 + [f"  {line}" for line in work]
+                                 + [f"publish course {course_id!r} into another folder (make publish DIST=...), or "
+                                    "leave COURSE_ID out; nothing was changed"])
+    course_id = course_id or recorded or "attention"
     with tempfile.TemporaryDirectory(prefix="kit-publish-") as folder:
         staging = Path(folder)
         for part in parts:  # each in its own folder, so that what a part wrote is known

@@ -120,3 +120,19 @@ def test_a_file_as_handed_out_is_never_graded_over_the_work(case, autograder_zip
              "checker_beside_work": {"my_attention.py": clean, "check.py": (release / "check.py").read_text()}}[case]
     results, _ = run_autograder(autograder_zip, tmp_path / "autograder", files)
     assert results["score"] == TOTAL_POINTS, [t["output"] for t in results["tests"] if t["score"] < t["max_score"]]
+
+
+def test_an_autograder_that_cannot_start_says_so_and_fails(autograder_zip, tmp_path):
+    """Blind review (round 3): with its Python missing, run_autograder exited 0 and left no results.json."""
+    root = tmp_path / "autograder"
+    (root / "source").mkdir(parents=True)
+    with zipfile.ZipFile(autograder_zip) as archive:
+        archive.extractall(root / "source")
+    (root / "submission").mkdir()
+    (root / "submission" / "attention.py").write_text("x = 1\n")
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": str(tmp_path / "no-python")}
+    done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode != 0
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert results["score"] == 0 and "failed before grading" in results["output"]

@@ -156,6 +156,17 @@ def test_changed_grading_code_is_refused_and_nothing_changes(midterm, monkeypatc
     assert {path: path.read_bytes() for path in course.rglob("*") if path.is_file()} == everything
 
 
+def test_another_course_id_over_a_graded_course_is_refused(midterm):
+    """Blind review (round 3): COURSE_ID=ml101 over the graded course `attention` rewrote its course id, exit 0,
+    and nbgrader then kept a second course row beside the graded one."""
+    dist, course = midterm
+    everything = {path: path.read_bytes() for path in course.rglob("*") if path.is_file()}
+    with pytest.raises(PublishRefused) as refused:
+        publish(dist, ("nbgrader",), course_id="ml101")
+    assert "the course in" in str(refused.value) and "'attention' and holds grading work" in str(refused.value)
+    assert {path: path.read_bytes() for path in course.rglob("*") if path.is_file()} == everything
+
+
 def test_a_hand_edited_config_is_refused_until_its_settings_move(midterm):
     dist, course = midterm
     config = course / "nbgrader_config.py"
