@@ -239,7 +239,10 @@ def test_an_in_kernel_check_does_not_count_the_wait_for_a_cpu_others_held():
                 pass
             return "done"
 
-        assert call_with_time_limit(0.7, work) == ("done", None)
+        # Tried up to three times: the credit covers a wait of up to MAX_CPU_WAIT_CREDIT times the budget, and a
+        # CI machine loaded past that for a moment (a fresh-clone run beside other work, load 20) is not the bug
+        # this catches, which fails every try (no credit: the hog alone doubles the wall time past the budget).
+        assert any(call_with_time_limit(0.7, work) == ("done", None) for _ in range(3))
         began = time.monotonic()
         value, where = call_with_time_limit(0.3, lambda: work(60))
         assert where is not None and time.monotonic() - began < 0.3 * 5 + 1
