@@ -309,17 +309,19 @@ def student_work(course: str | Path, assignment: str = ASSIGNMENT) -> list[str]:
     return found
 
 
-def plan_course(staged: str | Path, course: str | Path) -> tuple[str, list[str]]:
+def plan_course(staged: str | Path, course: str | Path, code: Sequence[str] = ()) -> tuple[str, list[str]]:
     """(what to do with the gradebook, refusals) for installing the staged course over `course`.
 
     "install": the course has no gradebook yet, take the staged one. "keep": the assignment's graded cells
     are the same, so only files change. "regenerate": they differ but no student work exists, so run
-    generate_assignment in the course (its students and due dates stay). Refusals: they differ and the
-    course holds student work; nothing may change."""
+    generate_assignment in the course (its students and due dates stay). Refusals: they differ, or `code` (the
+    course's Python files the install would change, add or remove, as publish.plan_install found them: hidden
+    tests, checks, plugins) is not empty, and the course holds student work; nothing may change. A student graded
+    before and one graded after would be graded by other code (a blind reviewer's republish changed a hidden check
+    in a graded course, exit 0)."""
     if not (Path(course) / GRADEBOOK).is_file():
         return "install", []
     old, new = assignment_cells(Path(course) / GRADEBOOK), assignment_cells(Path(staged) / GRADEBOOK)
-    code = changed_code(staged, course)
     if old == new and not code:
         return "keep", []
     work = student_work(course)
@@ -335,25 +337,6 @@ def plan_course(staged: str | Path, course: str | Path) -> tuple[str, list[str]]
     return "refuse", (said + ["while the course holds grading work:"] + [f"  {line}" for line in work]
                       + ["(grades and submissions were made against the current cells and tests; publish the new tests "
                          "as a new assignment, or into a new course: make publish DIST=...)"])
-
-
-def changed_code(staged: str | Path, course: str | Path) -> list[str]:
-    """The course's Python files (hidden tests, the release's checks and grader, the kit's plugins) that the staged
-    build would change, add or remove: a student graded before and one graded after would be graded by other code
-    (a blind reviewer's republish changed a hidden dropout check in a graded course, exit 0)."""
-    def code(folder):  # what the kit writes there: its hidden tests, the assignment's files, its plugins
-        found = {}
-        for path in Path(folder).rglob("*.py"):
-            parts = path.relative_to(folder).parts
-            kits = parts[0] in (HIDDEN_FOLDER, "source", "release") or (len(parts) == 1 and parts[0].startswith("kit_"))
-            if path.is_file() and "__pycache__" not in parts and kits:
-                found["/".join(parts)] = path.read_bytes()
-        return found
-
-    before, after = code(course), code(staged)
-    return sorted([f"{name}: changed" for name in set(before) & set(after) if before[name] != after[name]]
-                  + [f"{name}: new" for name in set(after) - set(before)]
-                  + [f"{name}: removed" for name in set(before) - set(after)])
 
 
 def finish_course(course: str | Path, action: str) -> None:

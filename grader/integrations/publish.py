@@ -166,9 +166,19 @@ def plan_install(dist: Path, staging: Path, parts: Sequence[str], manifest: Mapp
     if "nbgrader" in parts:
         from grader.integrations.nbgrader import plan_course
 
-        plan.course, refusals = plan_course(staging / "nbgrader" / "nbgrader", dist / "nbgrader")
+        course = "nbgrader/"
+        code = sorted([f"{relative[len(course):]}: {'changed' if (dist / relative).exists() else 'new'}"
+                       for relative in plan.write if grading_code(relative)]
+                      + [f"{relative[len(course):]}: removed" for relative in plan.remove if grading_code(relative)])
+        plan.course, refusals = plan_course(staging / "nbgrader" / "nbgrader", dist / "nbgrader", code)
         plan.refusals += refusals
     return plan
+
+
+def grading_code(relative: str) -> bool:
+    """Whether a file of the install (relative to dist) is code an nbgrader course grades with: its hidden tests,
+    the checks and grader shipped beside the notebook, the kit's plugins (its config is no grading code)."""
+    return relative.startswith("nbgrader/") and relative.endswith(".py") and not relative.endswith("_config.py")
 
 
 def install(dist: Path, plan: Plan) -> list[Path]:
