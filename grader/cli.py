@@ -613,9 +613,7 @@ def regrade_command(args):
         kept_overrides(name, overridden.get(name, []), submitted, basis, args)
     from grader.judging.judge import Options  # imports torch: after the checks above, which cost nothing
 
-    sandbox_check(args)
-    if not out.is_dir():
-        args.held.enter_context(hold_out(out))  # no other run writes into OUT meanwhile
+    sandbox_check(args)  # (OUT is held since the start: an OUT that is no folder holds no class, refused above)
     collected = None
     try:
         if args.submission:

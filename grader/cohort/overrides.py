@@ -56,7 +56,8 @@ def read_overrides(path: str | Path) -> list[Override]:
     """The overrides in a CSV file; ValueError naming the line of the first bad row."""
     text = Path(path).read_text(encoding="utf-8-sig")
     # ';' where Excel saves CSV for a locale whose decimal mark is a comma (and then "7,5" is 7.5 points)
-    semicolons = ";" in text.split("\n", 1)[0] and "," not in text.split("\n", 1)[0]
+    first_line = text.split("\n", 1)[0]
+    semicolons = ";" in first_line and "," not in first_line
     rows = list(csv.reader(io.StringIO(text), delimiter=";" if semicolons else ","))
     if not rows:
         return []

@@ -151,7 +151,7 @@ def read_shards(folders: Sequence[str | Path]) -> tuple[dict[str, tuple[Path, Su
         slices.append((folder, read_manifest(folder)))
     if not slices:
         raise ValueError(f"none of {', '.join(map(str, folders))} is the OUT folder of a `make grade SHARD=i/N` run")
-    newest = max(slices, key=lambda item: item[1]["class"]["cut_ns"])[1]
+    newest_folder, newest = max(slices, key=lambda item: item[1]["class"]["cut_ns"])
     count, cut = newest["of"], newest["class"]
     ours: dict[int, Any] = {}  # slice index -> folder
     stale: dict[int, Any] = {}
@@ -209,8 +209,7 @@ def read_shards(folders: Sequence[str | Path]) -> tuple[dict[str, tuple[Path, Su
     if missing:
         problems.append("missing slice(s) " + ", ".join(f"{index}/{count}" for index in missing))
     rerun = sorted(set(missing) | set(stale))
-    knobs = _knobs_of(max(slices, key=lambda item: item[1]["class"]["cut_ns"])[0])
-    return results, code, problems, _reruns(rerun, count, cut["source"], ours, stale, knobs)
+    return results, code, problems, _reruns(rerun, count, cut["source"], ours, stale, _knobs_of(newest_folder))
 
 
 def _knobs_of(folder):

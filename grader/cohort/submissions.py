@@ -194,6 +194,8 @@ def _rank(filename, file_id=0, path=None):
 def graded_first(paths: list[Path], top: Path) -> list[Path]:
     """One student's code files (below `top`), the one to grade first: as `_rank` orders them, then the shallowest.
     The Gradescope autograder picks with this too, so that it and `make grade` grade the same file."""
+    if len(paths) < 2:
+        return list(paths)
     return sorted(paths, key=lambda path: (_rank(path.name, path=path)[:-1], len(path.relative_to(top).parts),
                                            str(path)))
 
@@ -369,15 +371,16 @@ def _choose(top, files, name, collected, label):
     """The file graded for a student among the code files of their folder, as `_rank` orders them (the
     exercise's file under its exact name, a .py before a notebook, the latest copy), and which one and why
     is said when there were several."""
-    ranked = sorted(files, key=lambda parts: _rank(parts[-1], path=top.joinpath(*parts)))
+    # (a lone file is graded whatever it holds: only among several is any read, to pass over one as handed out)
+    keys = {parts: _rank(parts[-1], path=top.joinpath(*parts) if len(files) > 1 else None) for parts in files}
+    ranked = sorted(files, key=keys.__getitem__)
     path = top.joinpath(*ranked[0])
     if path in collected.unpacked_not:
         collected.rejected.append((name, collected.unpacked_not[path]))
     else:
         collected.submissions.append((name, path))
     if len(ranked) > 1:
-        collected.problems.append(_graded_note(label, [(clean(parts[-1]), _rank(parts[-1], path=top.joinpath(*parts)))
-                                                           for parts in ranked]))
+        collected.problems.append(_graded_note(label, [(clean(parts[-1]), keys[parts]) for parts in ranked]))
 
 
 def _note_not_code(top, prefix, tree, collected, keep=None):
@@ -439,8 +442,9 @@ def _name_by_lms(folder, collected):
         files.setdefault((origin.key, origin.student), []).append((name, origin, path))
     named = []
     for group in files.values():
-        ranked = sorted(((_rank(origin.original, _file_id(canvas, folder, path), path), name, origin, path)
-                         for name, origin, path in group), key=lambda item: item[0])
+        several = len(group) > 1  # (as in _choose: a lone file is not read)
+        ranked = sorted(((_rank(origin.original, _file_id(canvas, folder, path), path if several else None), name,
+                          origin, path) for name, origin, path in group), key=lambda item: item[0])
         _, name, origin, path = ranked[0]
         named.append((name, path))
         collected.origins[path] = origin

@@ -407,12 +407,14 @@ def write_pages(out: Path | str, force: bool = False) -> int:
 
 
 def _finals(out: Path | str) -> dict[str, Any]:
-    """{submission: its final scores} from OUT/class.json ({} without one)."""
+    """{submission: its final scores} from OUT/class.json ({} without one). Read here, not through
+    class_view.read_class: class_view imports this module, and the kit allows no import circle (test_layout)."""
     try:
         data = json.loads((Path(out) / "class.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return data.get("final") or {} if isinstance(data, dict) else {}
+    final = data.get("final") if isinstance(data, dict) else None
+    return final if isinstance(final, dict) else {}
 
 
 MARK = "<!-- overrides: {} -->"
@@ -430,7 +432,7 @@ def _stated(page: Path) -> str:
     """The override digest a page was drawn with ("" for none, or an unreadable page)."""
     try:
         with open(page, encoding="utf-8", errors="replace") as stream:  # the mark is in the page's head
-            found = re.search(r"<!-- overrides: ([0-9a-f]+) -->", stream.read(1 << 16))
+            found = re.search(MARK.format("([0-9a-f]+)"), stream.read(1 << 16))
     except (OSError, ValueError):
         return ""
     return found[1] if found else ""

@@ -575,27 +575,27 @@ def moodle_csv(roster: Roster, chosen: Mapping[int, Graded], scores: Mapping[str
     return _csv(rows)
 
 
+def worksheet_cells(roster: Roster, title: str) -> list[str]:
+    """Each roster row's cell of the Moodle worksheet column `title` (lower case; "" where a row is short), in
+    roster order; [] for a roster that is no worksheet or has no such column."""
+    header = [_normal(cell) for cell in roster.header]
+    if not roster.worksheet or title not in header:
+        return []
+    column = header.index(title)
+    return [student.row[column] if column < len(student.row) else "" for student in roster.students]
+
+
 def worksheet_grades(roster: Roster) -> dict[int, str]:
     """{roster index: the grade a Moodle worksheet row holds already, as a number} ({} for other rosters)."""
-    if not roster.worksheet:
-        return {}
-    grade = [_normal(cell) for cell in roster.header].index("grade")
-    held = {}
-    for position, student in enumerate(roster.students):
-        value = _number(student.row[grade]) if grade < len(student.row) else None
-        if value is not None:
-            held[position] = f"{value:g}"
-    return held
+    values = {position: _number(cell) for position, cell in enumerate(worksheet_cells(roster, "grade"))}
+    return {position: f"{value:g}" for position, value in values.items() if value is not None}
 
 
 def locked_rows(roster: Roster) -> list[str]:
     """The worksheet rows whose "Grade can be changed" says No: Moodle keeps their grades whatever a file says."""
-    header = [_normal(cell) for cell in roster.header]
-    if not roster.worksheet or "grade can be changed" not in header:
-        return []
-    column = header.index("grade can be changed")
-    return [student.name or _who(student) for student in roster.students
-            if column < len(student.row) and _normal(student.row[column]) in ("no", "nein", "non", "nee")]
+    return [student.name or _who(student) for student, cell in
+            zip(roster.students, worksheet_cells(roster, "grade can be changed"))
+            if _normal(cell) in ("no", "nein", "non", "nee")]
 
 
 def moodle_scales(roster: Roster, points_possible: float, files: str = "moodle_worksheet.csv"
@@ -606,10 +606,8 @@ def moodle_scales(roster: Roster, points_possible: float, files: str = "moodle_w
     cannot be read keeps the kit's total, and a note says so. Not a worksheet: {} (the kit's total)."""
     if not roster.worksheet or not points_possible:
         return {}, []
-    top = [_normal(cell) for cell in roster.header].index("maximum grade")
     scales, maxima, unread = {}, [], []
-    for position, student in enumerate(roster.students):
-        cell = student.row[top] if top < len(student.row) else ""
+    for position, (student, cell) in enumerate(zip(roster.students, worksheet_cells(roster, "maximum grade"))):
         maximum = _number(cell)
         if not maximum:
             unread.append(f"line {student.line} {clean(cell)!r}")
@@ -623,7 +621,7 @@ def moodle_scales(roster: Roster, points_possible: float, files: str = "moodle_w
                      "the maximum)")
     if unread:
         notes.append(f"{files}: the Maximum Grade of {len(unread)} worksheet row(s) is not a number "
-                     f"({', '.join(unread[:EXAMPLES])}{', ...' if len(unread) > EXAMPLES else ''}): their scores "
+                     f"({_some(unread)}): their scores "
                      f"are out of the kit's {points_possible:g}")
     return scales, notes
 
@@ -693,10 +691,10 @@ def write_lms_files(out: str | Path, results: Sequence[Graded], maxima: Mapping[
         if kept and writes_moodle:
             notes.append(f"moodle_grades.csv: {len(kept)} student(s) without a submission keep the grade their "
                          f"worksheet row holds ({_some(kept)}), which an empty cell would clear")
-    kept = [student.name or _who(student) for student in roster.students if excused(roster, student)]
-    if kept and _has_identifier(roster, CANVAS_IDENTIFIERS):
-        notes.append(f"canvas_grades.csv: {len(kept)} student(s) excused in {roster.label} keep EX, not the kit's "
-                     f"score ({_some(kept)}): to grade them, "
+    kept_excused = [student.name or _who(student) for student in roster.students if excused(roster, student)]
+    if kept_excused and _has_identifier(roster, CANVAS_IDENTIFIERS):
+        notes.append(f"canvas_grades.csv: {len(kept_excused)} student(s) excused in {roster.label} keep EX, not the "
+                     f"kit's score ({_some(kept_excused)}): to grade them, "
                      "remove the excuse in Canvas, export again and run the same command")
     missing = len(roster.students) - len(chosen)
     if missing:
