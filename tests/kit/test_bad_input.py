@@ -462,3 +462,22 @@ def test_the_answer_a_forged_worker_sends_cannot_crash_the_judge():
     with pytest.raises(ValueError):
         wire.decode({"$dict": 5})
     assert isinstance(wire.decode({"$tensor": {"dtype": "float32", "shape": [1], "data": "AAAAAA=="}}), torch.Tensor)
+
+
+# -- the instructor's own test files ------------------------------------------------------------------------
+@pytest.mark.parametrize("folder, text, words", [
+    ("hidden", "def check_it(:\n", "SyntaxError"),
+    ("hidden", "import math\n\nraise RuntimeError('a fixture it could not build')\n", "line 3"),
+    ("public", "from .oracle import nothing_there\n", "No module named 'public.oracle'"),
+])
+def test_a_test_file_that_cannot_be_imported_is_named_with_its_line(tmp_path, folder, text, words):
+    """Grading and publishing stop on one line naming the instructor's broken test file, not a traceback."""
+    from grader.check.suite import discover
+    from grader.errors import UsageError
+    (tmp_path / folder).mkdir()
+    broken = tmp_path / folder / "test_broken.py"
+    broken.write_text(text)
+    with pytest.raises(UsageError) as raised:
+        discover(tmp_path)
+    assert str(broken) in str(raised.value) and words in str(raised.value), raised.value
+    assert "mend it" in str(raised.value) and "kit_tests" not in str(raised.value)
