@@ -55,6 +55,18 @@ def read_weights(module, params, batch, n, d_in, heads):
     return torch.stack([out[:, :, h * head_dim: h * head_dim + n] for h in range(heads)], dim=1)
 
 
+def expect_finite_for_large_scores(module, params, x, what, probes):
+    """`module`'s output, with `params`, for `x` about 40 times the usual, so that its attention scores reach about
+    ±3000: torch.softmax keeps every weight finite (it subtracts each row's largest score first); exp(scores) / sum
+    overflows to inf / inf = NaN (the chapter's naive softmax, which it warns against). Only finiteness is asked:
+    the output's shape and values are the other checks' business."""
+    with named_crashes(probes):
+        out = module.forward(x, weights=params)
+    if isinstance(out, torch.Tensor) and out.is_floating_point() and not bool(torch.isfinite(out.double()).all()):
+        fail(f"{what} for inputs about 40 times the usual (attention scores of about ±3000) hold NaN or inf, where "
+             "softmax(scores / sqrt(d_k)) keeps every weight finite", [observation("cause", "softmax_overflow")])
+
+
 def prober(student, name, dims, causal=True, dropout=False):
     """A lazy `probes` argument for expect_close: the module's observations, computed once if asked."""
     found = []

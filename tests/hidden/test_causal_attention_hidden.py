@@ -2,7 +2,8 @@
 
 from .oracle import linear_attention, qkv_params, randn, suspects
 from .probes import (batch_mixed, causal_leak, check_lengths, check_module_dropout,
-                     expect_attention_from_queries_and_keys, once, probe_params, prober, read_weights)
+                     expect_attention_from_queries_and_keys, expect_finite_for_large_scores, once, probe_params,
+                     prober, read_weights)
 
 from grader.check.causes import observation
 from grader.check.signatures import Dims
@@ -57,11 +58,14 @@ def test_bias(student):
 def test_weights_through_values(student):
     probes = prober(student, "CausalAttention", DIMS)
     with named_crashes(probes):
-        weights = read_weights(build(student, qkv_bias=True), probe_params(D_IN, D_OUT, N), B, N, D_IN, heads=1)
+        module = build(student, qkv_bias=True)
+        weights = read_weights(module, probe_params(D_IN, D_OUT, N), B, N, D_IN, heads=1)
     uses_queries_and_keys(student, probes)
     what = "the attention weights (read through one-hot values)"
     expect_future_hidden(weights, what, student.device, observations=probes)
     expect_rows_sum_to_one(weights, what, student.device, causal=True, observations=probes)
+    expect_finite_for_large_scores(module, qkv_params(D_IN, D_OUT, seed=15, bias=True), randn(B, N, D_IN, seed=16,
+                                   scale=40.0), "CausalAttention outputs", probes)
 
 
 @graded("causal_attention: changing future tokens does not change earlier outputs", weight=2)

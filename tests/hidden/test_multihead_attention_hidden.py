@@ -3,7 +3,8 @@
 import torch
 from .oracle import linear_attention, linear_params, multihead, qkv_params, randn, suspects
 from .probes import (batch_mixed, causal_leak, check_lengths, check_module_dropout,
-                     expect_attention_from_queries_and_keys, once, probe_params, prober, read_weights)
+                     expect_attention_from_queries_and_keys, expect_finite_for_large_scores, once, probe_params,
+                     prober, read_weights)
 
 from grader.check.causes import observation
 from grader.check.signatures import Dims
@@ -85,12 +86,14 @@ def test_weights_through_values(student):
     d_out, heads = 12, 2  # head_dim 6 >= N tokens, so every head's weights can be read off
     probes = probes_of(student)
     with named_crashes(probes):
-        weights = read_weights(build(student, d_out=d_out, heads=heads, qkv_bias=True),
-                               probe_params(D_IN, d_out, N, heads=heads, out_proj=True), B, N, D_IN, heads)
+        module = build(student, d_out=d_out, heads=heads, qkv_bias=True)
+        weights = read_weights(module, probe_params(D_IN, d_out, N, heads=heads, out_proj=True), B, N, D_IN, heads)
     uses_queries_and_keys(student, probes)
     what = "the attention weights of every head (read through one-hot values)"
     expect_future_hidden(weights, what, student.device, observations=probes)
     expect_rows_sum_to_one(weights, what, student.device, causal=True, observations=probes)
+    expect_finite_for_large_scores(module, mha_params(15, bias=True, d_out=d_out), randn(B, N, D_IN, seed=16,
+                                   scale=40.0), "MultiHeadAttention outputs", probes)
 
 
 @graded("multihead_attention: changing future tokens does not change earlier outputs", weight=2)

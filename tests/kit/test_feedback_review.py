@@ -7,7 +7,9 @@ silent: each is graded here as its class of mistake, grafted onto the solution.
   were listed as wrong, all of them right; eval-mode randomness is now told, and only it.
 * forward returning the attention weights: shapes on nine checks and no cause.
 * a softmax written as exp / sum without the row max (the chapter's naive softmax): full marks. Large scores now
-  overflow it to NaN in the weights checks of scaling and masking, and the cause is named.
+  overflow it to NaN in the weights checks of scaling and masking, and the cause is named. The same softmax inside
+  CausalAttention's or MultiHeadAttention's forward (as the kit's own review found next) now overflows there too,
+  on inputs about 40 times the usual.
 * `bias=False` whatever qkv_bias: a hidden check said the student's code "raised an error" where the grader's own
   setting of the bias failed.
 """
@@ -35,8 +37,17 @@ BIAS_IGNORED = (("        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n
                  "        self.W_key = nn.Linear(d_in, d_out, bias=False)\n"
                  "        self.W_value = nn.Linear(d_in, d_out, bias=False)\n        self.dropout = nn.Dropout(dropout)\n"
                  "        self.register_buffer(\n"))
+MASKED = "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n"
+SOFTMAX = "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+NAIVE = ("        attn_weights = torch.exp(attn_scores / keys.shape[-1] ** 0.5)\n"
+         "        attn_weights = attn_weights / attn_weights.sum(dim=-1, keepdim=True)\n")
+NAIVE_MODULE = ("        attn_scores = queries @ keys.transpose(1, 2)\n" + MASKED + SOFTMAX,
+                "        attn_scores = queries @ keys.transpose(1, 2)\n" + MASKED + NAIVE)
+NAIVE_HEADS = ("        attn_scores = queries @ keys.transpose(2, 3)\n" + MASKED + SOFTMAX,
+               "        attn_scores = queries @ keys.transpose(2, 3)\n" + MASKED + NAIVE)
 CASES = {"keys_first": KEYS_FIRST, "dropout_always": DROPOUT_ALWAYS, "returns_weights": RETURNS_WEIGHTS,
-         "naive_scaled": NAIVE_SCALED, "naive_causal": NAIVE_CAUSAL, "bias_ignored": BIAS_IGNORED}
+         "naive_scaled": NAIVE_SCALED, "naive_causal": NAIVE_CAUSAL, "bias_ignored": BIAS_IGNORED,
+         "naive_module": NAIVE_MODULE, "naive_heads": NAIVE_HEADS}
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +81,8 @@ def test_a_forward_that_returns_the_weights_is_told_so(told):
     assert tests and all(CAUSES["returns_weights"].title in test.output for test in tests)
 
 
-@pytest.mark.parametrize("name,step", [("naive_scaled", "scaling"), ("naive_causal", "masking")])
+@pytest.mark.parametrize("name,step", [("naive_scaled", "scaling"), ("naive_causal", "masking"),
+                                       ("naive_module", "causal_attention"), ("naive_heads", "multihead_attention")])
 def test_a_softmax_that_overflows_loses_its_weights_check_and_is_named(told, maxima, name, step):
     steps = told[name].step_scores()
     assert steps[step] < maxima[step] and all(steps[key] == maxima[key] for key in maxima if key != step), steps
