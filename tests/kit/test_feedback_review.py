@@ -10,6 +10,8 @@ silent: each is graded here as its class of mistake, grafted onto the solution.
   overflow it to NaN in the weights checks of scaling and masking, and the cause is named. The same softmax inside
   CausalAttention's or MultiHeadAttention's forward (as the kit's own review found next) now overflows there too,
   on inputs about 40 times the usual.
+* heads viewed straight to (b, heads, n, head_dim): beside the right cause, the weights check showed "token 0
+  attends to the future token 2", an entry of weights read through a scrambled layout (a later session's fix).
 * `bias=False` whatever qkv_bias: a hidden check said the student's code "raised an error" where the grader's own
   setting of the bias failed.
 """
@@ -45,9 +47,13 @@ NAIVE_MODULE = ("        attn_scores = queries @ keys.transpose(1, 2)\n" + MASKE
                 "        attn_scores = queries @ keys.transpose(1, 2)\n" + MASKED + NAIVE)
 NAIVE_HEADS = ("        attn_scores = queries @ keys.transpose(2, 3)\n" + MASKED + SOFTMAX,
                "        attn_scores = queries @ keys.transpose(2, 3)\n" + MASKED + NAIVE)
+SPLIT = ".view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
+VIEW_HEADS_FIRST = ".view(b, self.num_heads, num_tokens, self.head_dim)\n"
+PROJECTIONS = ("        queries = self.W_query(x)", "        keys = self.W_key(x)", "        values = self.W_value(x)")
+HEADS_FIRST = ("".join(line + SPLIT for line in PROJECTIONS), "".join(line + VIEW_HEADS_FIRST for line in PROJECTIONS))
 CASES = {"keys_first": KEYS_FIRST, "dropout_always": DROPOUT_ALWAYS, "returns_weights": RETURNS_WEIGHTS,
          "naive_scaled": NAIVE_SCALED, "naive_causal": NAIVE_CAUSAL, "bias_ignored": BIAS_IGNORED,
-         "naive_module": NAIVE_MODULE, "naive_heads": NAIVE_HEADS}
+         "naive_module": NAIVE_MODULE, "naive_heads": NAIVE_HEADS, "heads_first": HEADS_FIRST}
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +98,12 @@ def test_a_softmax_that_overflows_loses_its_weights_check_and_is_named(told, max
 def test_a_bias_the_grader_cannot_set_is_not_the_students_error(told):
     said = " ".join(test.output for test in failing(told["bias_ignored"], "causal_attention"))
     assert "raised" not in said and CAUSES["qkv_bias_ignored"].title in said, said
+
+
+def test_weights_read_through_scrambled_heads_are_not_shown_as_evidence(told):
+    """Heads viewed straight to (b, heads, n, head_dim): the weights read through one-hot values are the scramble's,
+    so no "token 0 attends to the future token 2" beside the right cause."""
+    said = [test.output for test in failing(told["heads_first"], "multihead_attention")
+            if "hide the future" in test.name]
+    assert said and all("attends to the future" not in text and "sums to" not in text for text in said), said
+    assert all(CAUSES["split_no_transpose"].title in text for text in said), said
