@@ -9,13 +9,17 @@ it is loaded under a private name from its declared path, without touching
 nbgrader course.
 """
 
+import contextlib
 import functools
 import importlib.util
+import re
 import sys
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.chapter import STEP_KEYS, points_of
+from grader.errors import UsageError
 from grader.paths import TESTS
 
 VISIBILITY = {"public": "visible", "hidden": "after_published"}
@@ -51,7 +55,12 @@ def load_package(folder, name):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     if spec.loader is not None:
-        spec.loader.exec_module(module)
+        try:
+            with _named_on_failure(init):
+                spec.loader.exec_module(module)
+        except UsageError:
+            del sys.modules[name]  # a half-run package would be taken for the loaded one next time
+            raise
     return module
 
 
@@ -70,7 +79,31 @@ def load_test_modules(folder, kind):
         spec.submodule_search_locations = []
         sys.modules[parent] = importlib.util.module_from_spec(spec)
     load_package(folder, package)
-    return [importlib.import_module(f"{package}.{path.stem}") for path in sorted(folder.glob("test_*.py"))]
+    modules = []
+    for path in sorted(folder.glob("test_*.py")):
+        with _named_on_failure(path):
+            modules.append(importlib.import_module(f"{package}.{path.stem}"))
+    return modules
+
+
+@contextlib.contextmanager
+def _named_on_failure(path):
+    """A test file that cannot be imported (a syntax error, a name it lacks, an exception at its top level) is
+    the instructor's to mend: one line naming the file, the line and the error, not the importer's traceback."""
+    try:
+        yield
+    except Exception as error:  # noqa: BLE001 - whatever the file raises, the command stops on it
+        line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else _line_in(error, path)
+        where = f"{path}, line {line}" if line else str(path)
+        said = re.sub(r"kit_tests_[0-9a-f]+\.", "", str(error))  # the private package name means nothing to a reader
+        raise UsageError(f"{where}: this test file cannot be imported ({type(error).__name__}: {said}); mend it, "
+                         "then run the command again") from None
+
+
+def _line_in(error, path):
+    """The line of `path` where `error` was raised (its innermost frame in that file), or None."""
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if Path(frame.filename) == Path(path)]
+    return lines[-1] if lines else None
 
 
 def discover(tests_root=TESTS, kinds=("public", "hidden")):
@@ -93,7 +126,8 @@ def discover(tests_root=TESTS, kinds=("public", "hidden")):
     names = [info["name"] for info, _, _ in found]
     duplicates = {name for name in names if names.count(name) > 1}
     if duplicates:
-        raise ValueError(f"graded test names must be unique: {sorted(duplicates)}")
+        raise UsageError(f"graded test names must be unique, and {sorted(duplicates)} are used twice under "
+                         f"{tests_root}: rename one of each")
     weights = {}
     for info, _, _ in found:
         weights[info["step"]] = weights.get(info["step"], 0.0) + info["weight"]

@@ -17,7 +17,8 @@ import threading
 import torch
 
 from grader.check import public_inputs
-from grader.check.causes import CAUSES, failed_properties, measured_for, name_cause, observation, right_properties
+from grader.check.causes import (CAUSES, failed_properties, heads_scrambled, measured_for, name_cause, observation,
+                                 right_properties)
 from grader.chapter import step_of_test_name
 from grader.check.signatures import MAX_ANSWER_ELEMENTS, crash_observations, nan_outcome, pattern_outcome, rows_outcome
 from grader.check.student import StudentError, StudentUnavailable
@@ -384,6 +385,7 @@ def expect_rows_sum_to_one(weights, what, device="cpu", causal=None, observation
     picture = weights_picture(weights[tuple(index[:-1])], what, causal,
                               where=fmt_index(index[:-1]) if len(index) > 1 else "") if weights.dim() >= 2 else None
     seen = [observation(probe, rows_outcome(weights, causal=bool(causal), probe=probe))] + observed(observations)
+    misread(what, seen)
     fail(f"{row} of {what} sums to {value:.4g}, but attention weights sum to one along each row", seen,
          picture=picture)
 
@@ -398,6 +400,7 @@ def expect_future_hidden(weights, what, device="cpu", observations=()):
     leaks = (weights.abs() > tolerance(device)[0]) & future
     if leaks.any() or pattern not in (None, "ok"):
         seen = ([observation("pattern", pattern)] if pattern else []) + observed(observations)
+        misread(what, seen)
     if leaks.any():
         index = leaks.nonzero()[0].tolist()
         picture = weights_picture(weights[tuple(index[:-2])], what, causal=True,
@@ -406,6 +409,15 @@ def expect_future_hidden(weights, what, device="cpu", observations=()):
              f"(entry {fmt_index(index)} is {weights[tuple(index)].item():.4g}, should be 0)", seen, picture=picture)
     if pattern not in (None, "ok"):
         fail(f"{what}: the hidden positions are not exactly those above the diagonal", seen)
+
+
+def misread(what, seen):
+    """Fail without reading weights that are not there: where the probes saw the heads split or merged out of
+    place, weights read through one-hot values are the scramble's, and an entry or a row of them ("token 0
+    attends to the future token 2") would be false evidence beside the right cause."""
+    if heads_scrambled(seen):
+        fail(f"{what}: each head's weighted values are not where they belong in the output, so its attention "
+             "weights cannot be read from it", seen)
 
 
 def weights_picture(matrix, what, causal=None, where=""):
