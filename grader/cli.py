@@ -11,6 +11,7 @@ line how far it got, and exits 128 + the signal's number (`grader.stopping`).
 
 import argparse
 import contextlib
+import dataclasses
 import gc
 import json
 import logging
@@ -89,6 +90,7 @@ def grade_command(args):
         gc.freeze()
         if args.results:
             writable_folder(Path(args.results).parent, "--results")
+            refuse_results_in_a_class(Path(args.results))
         for problem in collected.problems:
             log.info(terminal(problem))
         if not collected.submissions and not collected.rejected:
@@ -138,7 +140,9 @@ def grade_command(args):
             jobs = args.jobs or default_jobs(args.device)
             if not slice_of_class:  # until its class files are written, no report or regrade reads OUT as a class
                 class_record.mark_unfinished(out)
-            graded = grade_class(submissions, tests, options, out, maxima, grade_or_reject, settings, jobs=jobs)
+            own = own_limits(args, options, record, [name for name, _ in submissions])
+            graded = grade_class(submissions, tests, options, out, maxima, grade_or_reject, settings, jobs=jobs,
+                                 own=own)
             if slice_of_class:  # a shard's class files come from `merge`; its record carries the origins
                 class_record.write_record(out, record)
             else:
@@ -151,6 +155,16 @@ def grade_command(args):
         return int(failed_here) if single else grader_failures(graded)
     finally:
         collected.cleanup()
+
+
+def refuse_results_in_a_class(where):
+    """RESULTS=... inside a graded class's results/ would replace a student's result with another file's."""
+    folder = where.resolve().parent
+    if folder.name == "results" and any((folder.parent / name).is_file() for name in (class_record.RECORD,
+                                                                                    "grades.csv")):
+        raise UsageError(f"{where} is in the results folder of the graded class {folder.parent}: it would replace a "
+                         f"result of that class. Give RESULTS a path outside it, or regrade a student of the class: "
+                         f"make regrade STUDENT=<name> SUBMISSION=<file> OUT={folder.parent}")
 
 
 def grader_failures(graded):
@@ -459,19 +473,52 @@ GRADING_DEFAULTS = {"engine": "kit", "time_limit": DEFAULTS.step_seconds, "memor
                     "submission_time_limit": DEFAULTS.submission_seconds, "device": "cpu", "public_only": False}
 
 
-def graded_as_the_class(args, record):
-    """Give the options `regrade` was not given (None) the values the class was graded with (class.json; an OUT
-    of an older kit: the defaults), and say where a given one differs from them: one student graded otherwise
-    than the class, in silence, was a blind tester's finding (ENGINE=otter TIME_LIMIT=3, regraded with the kit
-    at 10 s: 97 became 100)."""
+def graded_as_the_class(args, record, name):
+    """Give the options `regrade` was not given (None) the values `name` was graded with (class.json: the class's,
+    or the limits an earlier regrade gave them; an OUT of an older kit: the defaults), and say where a given one
+    differs from the class's: one student graded otherwise than the class, in silence, was a blind tester's finding
+    (ENGINE=otter TIME_LIMIT=3, regraded with the kit at 10 s: 97 became 100). Limits of their own are recorded
+    (class.json `regrade_limits`), so that grading the class again keeps them (a slow machine's accommodation,
+    undone in silence by the next grade, was another's)."""
     recorded = record.get("graded_with") or {}
+    mine = {**recorded, **(record.get("regrade_limits") or {}).get(name, {})}
     for key in GRADED_WITH:
         given = getattr(args, key)
         if given is None:
-            setattr(args, key, recorded.get(key, GRADING_DEFAULTS[key]))
-        elif key in recorded and given != recorded[key]:
-            log.info(f"note: this regrade uses {key.replace('_', '-')} {given!r}; the class was graded with "
-                     f"{recorded[key]!r} (class.json): only this student is graded so")
+            setattr(args, key, mine.get(key, GRADING_DEFAULTS[key]))
+        if key in recorded and getattr(args, key) != recorded[key]:
+            kept = " and keeps it when the class is graded again" if key in OWN_LIMITS else ""
+            log.info(f"this regrade uses {key.replace('_', '-')} {getattr(args, key)!r}; the class was graded with "
+                     f"{recorded[key]!r} (class.json): only this student is graded so{kept}")
+    own = {key: getattr(args, key) for key in OWN_LIMITS
+           if getattr(args, key) != recorded.get(key, GRADING_DEFAULTS[key])}
+    limits = record.setdefault("regrade_limits", {})
+    if own:
+        limits[name] = own
+    else:
+        limits.pop(name, None)
+
+
+# The options a regrade may give one student for good (class.json `regrade_limits`), as the Limits they set.
+OWN_LIMITS = {"time_limit": "step_seconds", "memory_limit": "memory_bytes",
+              "submission_time_limit": "submission_seconds"}
+
+
+def own_limits(args, options, record, names):
+    """{name: (options, settings)} for the students of `names` an earlier regrade gave limits of their own
+    (graded_as_the_class): they are graded, and their results reused, with those."""
+    found = {}
+    for name in names:
+        limits = (record.get("regrade_limits") or {}).get(name)
+        if not limits:
+            continue
+        theirs = dataclasses.replace(options, limits=dataclasses.replace(
+            options.limits, **{OWN_LIMITS[key]: value for key, value in limits.items()}))
+        found[name] = theirs, grading_settings(args, theirs)
+        listing = ", ".join(f"{key.replace('_', '-')} {value!r}" for key, value in limits.items())
+        log.info(terminal(f"{name}: graded with {listing} (given by a regrade, class.json regrade_limits), not the "
+                          "class's: regrade them with the class's limits to drop it"))
+    return found
 
 
 def with_roster_and_overrides(record, args):
@@ -518,12 +565,37 @@ def changed_since_regrade(record, submissions):
 
 
 def regrade_conflicts(record, submissions, keep=False):
-    """Messages for changed_since_regrade, unless kept (--keep-regrades)."""
-    return [] if keep else [
+    """Messages for changed_since_regrade, unless kept (--keep-regrades), and for regrade_files_moved (never kept:
+    the bytes that were regraded are no longer there to keep)."""
+    changed = [] if keep else [
         f"{name} was regraded from {other}, and the class now holds another file for them than then ({path}). "
         f"To grade that file: make regrade STUDENT={name} SUBMISSION={path} OUT=<this OUT>, then grade again; to "
         f"keep {Path(other).name}: grade again with KEEP_REGRADES=1 (--keep-regrades)"
         for name, path, other in changed_since_regrade(record, submissions)]
+    return changed + [
+        f"{name} was regraded from {other}, which {how} since: their grade would come from other bytes than the ones "
+        f"regraded. To grade the file as it is now: make regrade STUDENT={name} SUBMISSION={other} OUT=<this OUT>; "
+        f"to grade the class's own file for them again: make regrade STUDENT={name} OUT=<this OUT>; then grade again"
+        for name, other, how in regrade_files_moved(record, [name for name, _ in submissions])]
+
+
+def regrade_files_moved(record, names):
+    """[(name, file, "has changed" or "is gone")] for the students of `names` regraded from another file whose
+    bytes are not those regraded (class.json `regrade_files`; an OUT of an older kit recorded no digest, and only
+    a file gone is seen). A download folder reused for the next student's fix is the usual way there."""
+    from grader.cohort.overrides import source_digest
+
+    regrades, digests = record.get("regrades") or {}, record.get("regrade_files") or {}
+    moved = []
+    for name in names:
+        other = regrades.get(name)
+        if not other:
+            continue
+        if not Path(other).is_file():
+            moved.append((name, other, "is gone"))
+        elif digests.get(name) and source_digest(other) != digests[name]:
+            moved.append((name, other, "has changed"))
+    return moved
 
 
 def regraded_files(submissions, record, keep=False):
@@ -602,7 +674,7 @@ def regrade_command(args):
                          f"{name} ({', '.join(group[:6])}): a regrade grades the submission again, so it changes "
                          f"every member's grade. To regrade the group's, give STUDENT={name}; one member's own work "
                          "is theirs to submit apart (it then counts for them alone)")
-    graded_as_the_class(args, record)
+    graded_as_the_class(args, record, name)
     with_roster_and_overrides(record, args)  # a new ROSTER or OVERRIDES is checked before grading
     overridden = check_class_inputs(record, names)
     basis = record.get("override_files") or {}
@@ -621,6 +693,9 @@ def regrade_command(args):
             if not path.is_file() or path.suffix not in (".py", ".ipynb"):
                 raise UsageError(f"{path} is not a .py or .ipynb file")
             record.setdefault("regrades", {})[name] = str(path.resolve())
+            from grader.cohort.overrides import source_digest
+
+            record.setdefault("regrade_files", {})[name] = source_digest(path)  # a later grade checks it is the same
             own = class_file_digest(record, name)  # a later grade asks first if the class holds another file then
             record.setdefault("regrade_basis", {})[name] = own
         else:  # from the class's own file, as the docs say: an earlier regrade from another file ends here
@@ -631,6 +706,7 @@ def regrade_command(args):
             path = found[name]
             other = (record.get("regrades") or {}).pop(name, None)
             (record.get("regrade_basis") or {}).pop(name, None)
+            (record.get("regrade_files") or {}).pop(name, None)
             if other:
                 log.info(terminal(f"{name}: graded from the class's file {path}, no longer from {other} (an "
                                   "earlier regrade)"))
@@ -840,13 +916,25 @@ def refuse_disagreeing_results(out):
         return
     present = {path.stem for path in (Path(out) / "results").glob("*.json")}
     missing, extra = sorted(set(final) - present), sorted(present - set(final))
-    if missing or extra:
+    replaced = [name for name in sorted(set(final) & present) if "fingerprint" in final[name]
+                and final[name]["fingerprint"] != recorded_fingerprint(Path(out) / "results" / f"{name}.json")]
+    if missing or extra or replaced:
         said = "; ".join(part for part in (
             f"{len(missing)} result(s) of the class missing ({', '.join(missing[:5])})" if missing else "",
-            f"{len(extra)} result(s) of no student of the class ({', '.join(extra[:5])})" if extra else "") if part)
+            f"{len(extra)} result(s) of no student of the class ({', '.join(extra[:5])})" if extra else "",
+            f"{len(replaced)} result(s) replaced since (by another run's, e.g. RESULTS=...: {', '.join(replaced[:5])})"
+            if replaced else "") if part)
         raise UsageError(f"{out}/results/ does not hold the class its grades.csv was written from: {said}. Grade the "
                          f"class again into it ({regrade_hint(out)}): it grades what is missing and rewrites every "
                          "class file; nothing was written")
+
+
+def recorded_fingerprint(path):
+    """The fingerprint a results file records (None: none, or a file that cannot be read: its own refusal's)."""
+    try:
+        return results_io.read_results_json(path).fingerprint
+    except (OSError, ValueError):
+        return None
 
 
 def refuse_unfinished(out, what):

@@ -189,11 +189,13 @@ def internal_error_result(name, path, tests, error):
     return zero_result(name, path, tests, why)
 
 
-def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=2, stream=None, judges=None):
+def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=2, stream=None, judges=None, own=None):
     """Grade (name, path) pairs into out/results/, reusing unchanged results; return all results.
 
-    `jobs` submissions are graded at a time, by `judges` judge processes (default: see judges.judge_count)."""
-    prints = {name: fingerprint(path, settings) for name, path in submissions}
+    `jobs` submissions are graded at a time, by `judges` judge processes (default: see judges.judge_count).
+    `own`: {name: (options, settings)} for students graded otherwise than the class (limits a regrade gave them)."""
+    own = own or {}
+    prints = {name: fingerprint(path, own[name][1] if name in own else settings) for name, path in submissions}
     done = {}
     for name, _ in submissions:
         earlier = reusable(out, name, prints[name])
@@ -210,7 +212,7 @@ def grade_class(submissions, tests, options, out, maxima, grade, settings, jobs=
         stopping.check()
         name, path = item
         try:
-            result = grade(path, name, tests, options)
+            result = grade(path, name, tests, own[name][0] if name in own else options)
             result.fingerprint = prints[name]
             result = results_io.finished(result, maxima)  # as written: what a resumed run reads back
         except OutputError:

@@ -174,4 +174,5 @@ def finals(results: Iterable[SubmissionResult], record: Record) -> tuple[dict[st
     for result in results:
         scores[result.name] = final_scores(result, found.get(result.name, ()))
         scores[result.name]["late"] = late_of(result.name, record)
+        scores[result.name]["fingerprint"] = result.fingerprint  # which results file these come from (the report)
     return scores, notes

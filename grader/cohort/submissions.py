@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.chapter import STEPS
 from grader.check.loader import MAX_NOTEBOOK_BYTES, SubmissionError, read_chunks
 from grader.cohort import lms_names
 from grader.errors import UsageError
@@ -113,6 +114,7 @@ def _named_apart(entries, problems):
 
 # --- whose file is it: the structure of a class folder ------------------------------------------------------------
 EXERCISE = SOLUTION.stem  # the name of the file students are given ("attention")
+EXERCISE_NAMES = frozenset(name for step in STEPS for name in step.names)
 # The mark a copy of a file gets: Canvas renames a resubmitted `attention.py` `attention-1.py`, `-2`... `-7`, then
 # `-<uuid>` (Attachment.make_unique_filename); a browser saves a second download as `attention (1).py`.
 COPY_MARK = re.compile(r"(?:-(?P<dash>\d+)| ?\((?P<paren>\d+)\)"
@@ -176,7 +178,8 @@ def _exercise_named(filename):
 
 
 # Why a student's file was graded before the next, by the first part of `_rank` that told them apart
-RANK_REASONS = ("the other is a file as handed out, unchanged", "the exercise's file",
+RANK_REASONS = ("the other is a file as handed out, unchanged",
+                "the other defines none of the exercise's functions and classes", "the exercise's file",
                 "the exercise's exact name", "a .py before a notebook", "the latest upload", "the latest copy", None)
 
 
@@ -185,10 +188,12 @@ def _rank(filename, file_id=0, path=None):
     who uploaded it beside their notebook did their work in the notebook), the exercise's file (any case, any
     copy mark), under its exact name before another case (`attention.py` before `Attention.py`), a .py before a
     notebook, then the latest: the highest file id where the LMS numbers uploads (Canvas's ids only grow),
-    else the highest copy (`attention-2.py` after `attention-1.py` after `attention.py`)."""
+    else the highest copy (`attention-2.py` after `attention-1.py` after `attention.py`). A file that defines
+    none of the exercise's names (a helper uploaded after the work) comes after one that does, whatever its id."""
     base, copy = _copy_of(filename)
-    return (path is not None and as_handed_out(path), base.casefold() != EXERCISE.casefold(), base != EXERCISE,
-            Path(filename).suffix != ".py", -file_id, -copy, filename)
+    return (path is not None and as_handed_out(path), path is not None and defines_no_exercise_name(path),
+            base.casefold() != EXERCISE.casefold(), base != EXERCISE, Path(filename).suffix != ".py", -file_id, -copy,
+            filename)
 
 
 def graded_first(paths: list[Path], top: Path) -> list[Path]:
@@ -225,13 +230,28 @@ def as_handed_out(path: Path) -> bool:
         return False
 
 
+# `def causal_mask(`, `class CausalAttention(`, `CausalAttention = ...` at the start of a line: an exercise name
+# defined, read in the file's code (never run; a file with a syntax error is read as well).
+_DEFINES = re.compile(r"^[ \t]*(?:(?:async[ \t]+)?def|class)[ \t]+(\w+)|^(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.MULTILINE)
+
+
+def defines_no_exercise_name(path: Path) -> bool:
+    """True for a file whose code defines none of the chapter's functions and classes (grader.chapter): a helper or
+    notes beside the work. So is a file that cannot be read: graded, it could only be a zero that says why."""
+    try:
+        code = _code_text(path)
+    except (OSError, ValueError, SubmissionError):
+        return True
+    return not any((match[1] or match[2]) in EXERCISE_NAMES for match in _DEFINES.finditer(code))
+
+
 def _graded_note(label, ranked):
     """`label: several code files; graded X (why), not Y, Z` for [(shown name, `_rank` key)], graded first."""
     (first, key), (_, runner_up) = ranked[0], ranked[1]
     told_apart = next((index for index, (a, b) in enumerate(zip(key, runner_up)) if a != b), -1)  # -1: same name
     reason = RANK_REASONS[told_apart]
     if reason == "the latest upload":
-        reason += f": Canvas file id {-key[4]}"
+        reason += f": Canvas file id {-key[RANK_REASONS.index(reason)]}"
     return (f"{label}: several code files; graded {first}{f' ({reason})' if reason else ''}, not "
             + ", ".join(name for name, _ in ranked[1:]))
 

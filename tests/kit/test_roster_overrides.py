@@ -626,3 +626,77 @@ def test_a_student_who_leaves_twice_keeps_both_former_records(tmp_path):
     former = tmp_path / "results" / "former"
     assert (former / "turing.json").read_text() == "second" and (former / "turing.1.json").read_text() == "first"
     assert (tmp_path / "feedback" / "former" / "turing.1.html").read_text() == "first"
+
+
+def test_a_regrade_from_a_file_that_changed_or_went_since_is_refused_not_graded_from_other_bytes(
+        graded_class, tmp_path, stub, clean, capsys):
+    """Blind gradebook review (round 4): a regrade from Downloads/fixed.py, then that path reused for the next
+    student's fix; the next `make grade` graded the first student from the second's file (100 -> 83.75), exit 0.
+    A regrade's file deleted sent the student back to the class's file in silence. Both now refuse, before grading."""
+    folder, graded = graded_class
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    fixed = tmp_path / "Downloads" / "fixed.py"
+    fixed.parent.mkdir()
+    fixed.write_text(stub, encoding="utf-8")
+    assert cli.main(["regrade", "carol", "--out", str(out), "--submission", str(fixed), "--time-limit", "60"]) == 0
+    assert cli.main(["grade", str(folder / "class"), "--out", str(out), "--time-limit", "60"]) == 0  # same bytes
+    capsys.readouterr()
+    before = snapshot(out)
+    fixed.write_text(clean + "\n# another student's fix\n", encoding="utf-8")
+    code = cli.main(["grade", str(folder / "class"), "--out", str(out), "--time-limit", "60"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"carol was regraded from {fixed}, which has changed since" in err, err
+    assert f"make regrade STUDENT=carol SUBMISSION={fixed}" in err and snapshot(out) == before
+    fixed.unlink()
+    code = cli.main(["grade", str(folder / "class"), "--out", str(out), "--time-limit", "60", "--keep-regrades"])
+    err = capsys.readouterr().err
+    assert code == 2 and "which is gone since" in err and snapshot(out) == before, err
+    assert cli.main(["regrade", "carol", "--out", str(out), "--time-limit", "60"]) == 0  # back to the class's file
+    assert cli.main(["grade", str(folder / "class"), "--out", str(out), "--time-limit", "60"]) == 0
+    capsys.readouterr()
+
+
+def test_limits_a_regrade_gave_one_student_stay_when_the_class_is_graded_again(graded_class, tmp_path, caplog):
+    """Blind gradebook review (round 4): `regrade slow TIME_LIMIT=30` (a class graded at 1 s), then a late
+    submission and `make grade TIME_LIMIT=1`: slow was graded again at 1 s, 100 back to 88, exit 0. A regrade's
+    limits are now the student's (class.json regrade_limits) until a regrade with the class's drops them."""
+    folder, graded = graded_class
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    assert cli.main(["regrade", "carol", "--out", str(out), "--time-limit", "90"]) == 0
+    assert class_record.read_record(out)["regrade_limits"] == {"carol": {"time_limit": 90.0}}
+    kept = (out / "results" / "carol.json").read_bytes()
+    with caplog.at_level("INFO"):
+        assert cli.main(["grade", str(folder / "class"), "--out", str(out), "--time-limit", "60"]) == 0
+    assert (out / "results" / "carol.json").read_bytes() == kept  # reused as graded at 90 s, not graded at 60 s
+    assert any("carol: graded with time-limit 90.0" in message for message in caplog.messages), caplog.messages
+    caplog.clear()
+    with caplog.at_level("INFO"):  # a regrade without limits is the student's own again, not the class's
+        assert cli.main(["regrade", "carol", "--out", str(out)]) == 0
+    assert class_record.read_record(out)["regrade_limits"] == {"carol": {"time_limit": 90.0}}
+    assert cli.main(["regrade", "carol", "--out", str(out), "--time-limit", "60"]) == 0
+    assert class_record.read_record(out)["regrade_limits"] == {}
+
+
+def test_a_result_replaced_by_another_run_is_refused_by_grade_and_report(graded_class, tmp_path, clean, capsys):
+    """Blind gradebook review (round 4): `make grade SUBMISSION=solutions/attention.py RESULTS=<OUT>/results/bob.json`
+    replaced bob's result; `make report` then showed a student "attention" with 100 beside a grades.csv that still
+    said bob's grade, exit 0. RESULTS inside a class's results/ is now refused, and the report refuses a results
+    file that is not the one grades.csv was written from."""
+    _, graded = graded_class
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    solved = tmp_path / "attention.py"
+    solved.write_text(clean, encoding="utf-8")
+    before = snapshot(out)
+    code = cli.main(["grade", str(solved), "--results", str(out / "results" / "bob.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "in the results folder of the graded class" in err and snapshot(out) == before, err
+    elsewhere = tmp_path / "elsewhere.json"
+    assert cli.main(["grade", str(solved), "--results", str(elsewhere)]) == 0
+    shutil.copy(elsewhere, out / "results" / "bob.json")  # as a copy by hand would
+    capsys.readouterr()
+    code = cli.main(["report", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "1 result(s) replaced since" in err and "bob" in err, err

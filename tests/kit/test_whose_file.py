@@ -255,6 +255,24 @@ def test_a_canvas_resubmission_grades_the_latest_upload(tmp_path, kind, uploads)
         collected.cleanup()
 
 
+@pytest.mark.parametrize("kind", ["folder", "zip"])
+def test_a_helper_uploaded_after_the_work_is_not_graded_over_it(tmp_path, kind):
+    """Blind gradebook review (round 4): Canvas `doejane_5000_811_my_attention.py` (the work) and a later
+    `doejane_5000_812_utils.py` (four lines of helpers): the latest upload, utils.py, was graded (0), while a
+    Gradescope export of the same two files graded the work. A file that defines none of the exercise's
+    functions and classes now comes after one that does, whatever its file id."""
+    work = "import torch\n\ndef causal_mask(context_length):\n    return torch.ones(2, 2).triu(1).bool()\n"
+    files = {"doejane_5000_811_my_attention.py": work, "doejane_5000_812_utils.py": "def helper(x):\n    return x\n",
+             "lovelaceada_5001_901_attention.py": "# ada\n"}
+    collected = collect_as(kind, tmp_path, files)
+    try:
+        assert graded(collected)["doejane_5000"] == work
+        assert "doejane_5000: several code files; graded my_attention.py (the other defines none of the exercise's " \
+               "functions and classes), not utils.py" in collected.problems, collected.problems
+    finally:
+        collected.cleanup()
+
+
 def test_a_folder_grades_the_highest_copy(tmp_path):
     """Before: `attention-1.py` sorted before `attention-2.py` and `attention-10.py` before `attention-9.py`
     (by text), so an older copy was graded. Now: the highest copy number, as a number (issue 25)."""
