@@ -39,7 +39,7 @@ from grader.paths import SAMPLE_CLASS
 from grader.sandbox import servers
 from grader.sandbox.limits import DEFAULTS, Limits, parse_size
 from grader.sandbox.seal import SandboxError
-from grader.text import terminal
+from grader.text import clean, terminal
 
 log = logging.getLogger(__name__)  # diagnostics; what a command is asked for is printed
 DEFAULT_JOBS = 2 * (os.cpu_count() or 1)
@@ -657,17 +657,22 @@ def regrade_command(args):
     if not record.get("final"):
         raise UsageError(f"{out} holds no graded class (no class.json): grade the class first (make grade OUT={out})")
     names = list(record["final"])
+    args.student = clean(args.student)  # NFC, as names are kept: macOS pastes `ü` as u and a combining mark
+    wanted = args.student.casefold()
+    aliases = {key.casefold(): value for key, value in class_record.aliases_of(record).items()}
     name = args.student if args.student in names else next(
-        (known for known in names if known.casefold() == args.student.casefold()),
-        class_record.aliases_of(record).get(args.student))
+        (known for known in names if known.casefold() == wanted), aliases.get(wanted))
     if name is None:
-        shared = args.student in class_record.aliases_of(record)  # a name or id of several roster students
-        if not shared and args.student in class_record.absent_of(record):  # on the roster, no file in the class
+        shared = wanted in aliases  # a name or id of several roster students
+        if not shared and wanted in {key.casefold() for key in class_record.absent_of(record)}:  # no file
             raise UsageError(f"{args.student!r} is on the roster but has no submission in {out}, so there is no grade "
                              f"to redo: put their file in the class's folder and grade the class again "
                              f"({regrade_hint(out)}): only the new file is graded")
+        from grader.cohort.overrides import closest
+
         raise UsageError(f"{args.student!r} " + ("names more than one student of the roster: give the submission's "
-                         "name as in" if shared else "is not a submission of") + f" {out} (see its grades.csv)")
+                         "name as in" if shared else "is not a submission of") + f" {out} (see its grades.csv"
+                         + ("" if shared else f"; {closest(args.student, names, aliases)}") + ")")
     group = class_record.members_of(record).get(name, [])
     if group and args.student.casefold() != name.casefold():  # a member named: the regrade would change them all
         raise UsageError(f"{args.student!r} is one of the {len(group)} students graded from the group submission "
@@ -917,7 +922,8 @@ def refuse_disagreeing_results(out):
     present = {path.stem for path in (Path(out) / "results").glob("*.json")}
     missing, extra = sorted(set(final) - present), sorted(present - set(final))
     replaced = [name for name in sorted(set(final) & present) if "fingerprint" in final[name]
-                and final[name]["fingerprint"] != recorded_fingerprint(Path(out) / "results" / f"{name}.json")]
+                and recorded_fingerprint(Path(out) / "results" / f"{name}.json") not in (final[name]["fingerprint"],
+                                                                                       UNREADABLE)]
     if missing or extra or replaced:
         said = "; ".join(part for part in (
             f"{len(missing)} result(s) of the class missing ({', '.join(missing[:5])})" if missing else "",
@@ -929,12 +935,15 @@ def refuse_disagreeing_results(out):
                          "class file; nothing was written")
 
 
+UNREADABLE = object()
+
+
 def recorded_fingerprint(path):
-    """The fingerprint a results file records (None: none, or a file that cannot be read: its own refusal's)."""
+    """The fingerprint a results file records (None: none), or UNREADABLE (the report's own refusal names it)."""
     try:
         return results_io.read_results_json(path).fingerprint
     except (OSError, ValueError):
-        return None
+        return UNREADABLE
 
 
 def refuse_unfinished(out, what):

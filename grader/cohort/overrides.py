@@ -163,12 +163,18 @@ def _unknown(student, names, aliases, absent, spelt):
     if wanted in absent:
         return (f"{student!r} is on the roster but has no submission: an override changes a graded submission "
                 "(give this student's grade in the LMS itself), remove the line")
+    return (f"override for {student!r} names no submission of this class ({closest(student, names, aliases, spelt)}; "
+            "a student is named as in grades.csv, or by a roster identifier)")
+
+
+def closest(student, names, aliases, spelt=None):
+    """`closest: 'a', 'b'` (or `no name is close`): the submissions and roster identifiers nearest `student`
+    (`aliases` by casefolded key, as `resolve` folds them; `spelt`: their spelling for the message)."""
+    spelt = spelt or {}
     known = {name.casefold(): name for name in names}
     known.update({key: spelt.get(key, key) for key, value in aliases.items() if value})
-    close = difflib.get_close_matches(wanted, list(known), n=3, cutoff=0.6)
-    hint = f"closest: {', '.join(repr(known[key]) for key in close)}" if close else "no name is close"
-    return (f"override for {student!r} names no submission of this class ({hint}; a student is named as in "
-            "grades.csv, or by a roster identifier)")
+    close = difflib.get_close_matches(student.casefold(), list(known), n=3, cutoff=0.6)
+    return f"closest: {', '.join(repr(known[key]) for key in close)}" if close else "no name is close"
 
 
 def source_digest(path: str | Path) -> str:

@@ -66,6 +66,14 @@ def collect(path: str | Path, zip_encoding: str | None = None) -> Collected:
         if name not in graded:
             rejected.setdefault(name, why)
     collected.rejected = list(rejected.items())
+    if not collected.submissions and len(collected.rejected) > 1 and all(
+            NESTED_ZIP in why for _, why in collected.rejected):
+        collected.cleanup()  # every student a zip in the zip: a layout to unpack, not a class of zeros
+        some = ", ".join(clean(name) for name, _ in collected.rejected[:3])
+        raise UsageError(f"{path} holds one zip per student ({some}{', ...' if len(collected.rejected) > 3 else ''}) "
+                         "and no code: unzip each into a folder "
+                         "named by it (for f in *.zip; do unzip -d \"${f%.zip}\" \"$f\"; done) and grade the folder "
+                         "that holds them")
     return collected
 
 
@@ -114,6 +122,7 @@ def _named_apart(entries, problems):
 
 # --- whose file is it: the structure of a class folder ------------------------------------------------------------
 EXERCISE = SOLUTION.stem  # the name of the file students are given ("attention")
+NESTED_ZIP = "is a zip inside the zip"  # a member's reason, and how `collect` tells a zip of zips
 EXERCISE_NAMES = frozenset(name for step in STEPS for name in step.names)
 # The mark a copy of a file gets: Canvas renames a resubmitted `attention.py` `attention-1.py`, `-2`... `-7`, then
 # `-<uuid>` (Attachment.make_unique_filename); a browser saves a second download as `attention (1).py`.
@@ -597,7 +606,7 @@ def _extract(archive, folder, collected, encoding=DEFAULT_ZIP_ENCODING):
                 target = folder.joinpath(*parts)
                 code = Path(name).suffix in SUFFIXES
                 if name.endswith(".zip"):
-                    why = f"{name} is a zip inside the zip; unzip it and submit the files it holds"
+                    why = f"{name} {NESTED_ZIP}; unzip it and submit the files it holds"
                     problems.append(f"{archive.name}: skipped nested archive {name!r}; unzip it and submit the files")
                     collected.unpacked_not[target] = why
                     continue

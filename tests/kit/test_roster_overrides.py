@@ -700,3 +700,26 @@ def test_a_result_replaced_by_another_run_is_refused_by_grade_and_report(graded_
     code = cli.main(["report", "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 2 and "1 result(s) replaced since" in err and "bob" in err, err
+
+
+def test_a_regrade_finds_a_student_as_an_override_would(graded_class, tmp_path, stub, capsys):
+    """Blind gradebook review (round 4): `make regrade STUDENT=<müller as macOS pastes it (NFD)>` and
+    `STUDENT=<a roster id in another case>` were refused ("is not a submission"), names the overrides file
+    accepts; an unknown name offered no close one."""
+    import unicodedata
+
+    _, graded = graded_class
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    assert cli.main(["regrade", "C@X.EDU", "--out", str(out), "--time-limit", "60"]) == 0  # carol's e-mail
+    capsys.readouterr()
+    assert cli.main(["regrade", "carl", "--out", str(out)]) == 2
+    assert "closest: 'carol'" in capsys.readouterr().err
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / f"{unicodedata.normalize('NFC', 'müller')}.py").write_text(stub, encoding="utf-8")
+    (folder / "zoe.py").write_text(stub, encoding="utf-8")
+    other = tmp_path / "umlaut_out"
+    assert cli.main(["grade", str(folder), "--out", str(other), "--time-limit", "60"]) == 0
+    assert cli.main(["regrade", unicodedata.normalize("NFD", "MÜLLER"), "--out", str(other)]) == 0
+    capsys.readouterr()

@@ -435,3 +435,25 @@ def test_the_release_notebook_beside_the_work_is_not_the_one_graded(tmp_path):
         assert graded(collected)["eve"] == "# eve's work\n"
     finally:
         collected.cleanup()
+
+
+def test_a_class_zip_of_one_zip_per_student_is_refused_not_graded_as_zeros(tmp_path):
+    """Blind gradebook review (round 4): class.zip holding s1001.zip, s1002.zip, s1003.zip (each attention.py) gave
+    every student 0 "unzip it and submit the files", exit 0: advice to a student for a layout the instructor made.
+    A zip whose students are all zips in it is now refused with the one command that unpacks them."""
+    inner = {}
+    for student in ("s1001", "s1002", "s1003"):
+        inner[student] = zip_tree(tmp_path / f"{student}.zip", {"attention.py": f"# {student}\n"}).read_bytes()
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for student, data in inner.items():
+            zipped.writestr(f"{student}.zip", data)
+    with pytest.raises(UsageError, match=r"holds one zip per student \(s1001, s1002, s1003\).*unzip -d"):
+        collect(archive)
+    with zipfile.ZipFile(archive, "a") as zipped:  # beside real work, a stray zip stays one student's zero
+        zipped.writestr("alice/attention.py", "# alice\n")
+    collected = collect(archive)
+    try:
+        assert graded(collected) == {"alice": "# alice\n"} and len(collected.rejected) == 3
+    finally:
+        collected.cleanup()
