@@ -113,6 +113,9 @@ c.ExportApp.plugin_class = "kit_csv_export.QuotedCsvExport"
 # folder per student id, one zip per student id, or a Canvas bulk download: see kit_nbgrader.py).
 c.ZipCollectApp.collector_plugin = "kit_nbgrader.KitCollector"
 c.FileNameCollectorPlugin.valid_ext = [".ipynb"]
+# A student's notebook under another name (`attention (1).ipynb`, `Attention_Lee.ipynb`) is collected as this one:
+# autograde finds only the assignment's own name.
+c.KitCollector.notebook = "{assignment}.ipynb"
 
 # autograde: one line per notebook for the hidden tests it restores, instead of a checksum warning per cell.
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, QuietOverwriteCells,

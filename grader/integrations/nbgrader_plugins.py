@@ -7,10 +7,13 @@ collects nothing and still exits 0. This one recognises:
     (also one zip per student named by the id: <student id>.zip holding attention.ipynb);
   * a Canvas bulk download: <name>[_LATE]_<Canvas user id>_<file id>_attention.ipynb, where the student
     id is the Canvas user id (import students with those ids: the `ID` column of the gradebook export).
-A resubmission that Canvas renamed (`attention-1.ipynb`) is collected as attention.ipynb, and where a
-student's download holds several copies of one notebook only the latest is collected (the highest Canvas
-file id, then the highest copy number), the others skipped with a line that names it: nbgrader would
-otherwise stop at "Duplicate submission file. No timestamps for comparison".
+Whatever a student named their notebook (`attention-1.ipynb` as Canvas renames a resubmission, `attention (1).ipynb`,
+`Attention_Lee.ipynb`), it is collected as the assignment's (`KitCollector.notebook`, set by nbgrader_config.py):
+autograde finds no other name, and said "No notebooks found" for those students. Where a student's download
+holds several notebooks only the latest is collected (the highest Canvas file id, then the highest copy number,
+then the exact name), the others skipped with a line that names it: nbgrader would otherwise stop at "Duplicate
+submission file. No timestamps for comparison". A .py is skipped with a line saying how to grade it (nbgrader
+grades notebooks; `make grade` grades both).
 
 QuietOverwriteCells: nbgrader's OverwriteCells, minus one warning per hidden-test cell per notebook.
 The released notebook never holds the hidden tests (ClearHiddenTests removed them), so every hidden
@@ -26,6 +29,7 @@ from typing import Any
 
 from nbgrader.plugins import FileNameCollectorPlugin
 from nbgrader.preprocessors import OverwriteCells
+from traitlets import Unicode
 
 # Canvas renames a resubmitted notebook `attention-1.ipynb`... `-7`, then `attention-<uuid>.ipynb` (a later copy
 # than any numbered one: before, it was collected as a notebook of another name, and an older copy was graded).
@@ -40,7 +44,15 @@ BEGIN, END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 class KitCollector(FileNameCollectorPlugin):
     """Student id and notebook from a file's folder (one per student) or its Canvas download name."""
 
+    notebook = Unicode("", help="the assignment's notebook: every student's notebook is collected under this name "
+                                "(empty: under its own)").tag(config=True)
+
     def collect(self, submitted_file: str) -> dict[str, str] | None:
+        if os.path.splitext(submitted_file)[1] == ".py":
+            self.log.warning("Skipped %s: a .py file, and nbgrader grades the notebook; grade .py submissions "
+                             "with `make grade SUBMISSION=<the download>` (it grades both)",
+                             os.path.basename(submitted_file))
+            return None
         if os.path.splitext(submitted_file)[1] not in self.valid_ext:
             return None
         found = self.owner(submitted_file)
@@ -53,7 +65,7 @@ class KitCollector(FileNameCollectorPlugin):
             self.log.warning("Skipped %s: %s is a later upload of the same notebook by student %s",
                              os.path.basename(submitted_file), os.path.basename(later), found[0])
             return None
-        return {"student_id": found[0], "file_id": found[1]}
+        return {"student_id": found[0], "file_id": self.notebook or found[1]}
 
     @staticmethod
     def owner(submitted_file: str) -> tuple[str, str, tuple[int, int]] | None:
@@ -79,10 +91,20 @@ class KitCollector(FileNameCollectorPlugin):
             if path == submitted_file or os.path.splitext(other)[1] not in self.valid_ext:
                 continue
             theirs = self.owner(path)
-            if theirs is not None and theirs[:2] == found[:2] and (theirs[2], other) > (found[2], os.path.basename(
-                    submitted_file)):
+            if theirs is not None and self.same_notebook(theirs, found) and (
+                    self.order(theirs, other) > self.order(found, os.path.basename(submitted_file))):
                 return path
         return None
+
+
+    def same_notebook(self, one: tuple[str, str, tuple[int, int]], other: tuple[str, str, tuple[int, int]]) -> bool:
+        """Whether two files are the same student's, collected under one name."""
+        return one[0] == other[0] and (bool(self.notebook) or one[1] == other[1])
+
+    def order(self, found: tuple[str, str, tuple[int, int]], name: str) -> tuple[Any, ...]:
+        """Upload order, then the assignment's own name before another (`attention.ipynb` over `notes.ipynb`
+        in one student's folder), then the name."""
+        return found[2], found[1] == self.notebook, name
 
 
 def copy_number(mark: str | None) -> int:

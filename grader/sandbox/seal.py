@@ -314,8 +314,8 @@ def _seal_basic(policy, report):
     os.setsid()
     if LINUX:
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans stay in the worker's tree for the sweep
+    os.chdir("/")  # not the checkout: relative paths would name the kit's files (stat needs no Landlock right)
     if os.geteuid() == 0 and policy.uid is not None:
-        os.chdir("/")
         _become(policy.uid)
         report["on"].append("private uid")
     _die_with(policy.parent)  # after the uid change, which clears it

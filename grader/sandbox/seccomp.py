@@ -5,7 +5,8 @@ bubblewrap and nsjail use; Debian's `libseccomp2`, loaded through ctypes) into r
 BPF bytes; a worker only hands those bytes to prctl, which needs no library at all.
 Refused with EPERM (or ENOSYS/EAFNOSUPPORT/ENOLCK where that makes callers fall back):
 debugging other processes, keyrings, mounting, namespaces, eBPF, perf events,
-userfaultfd, io_uring, kernel modules, kexec, clocks, swap, every per-user or
+userfaultfd, io_uring, kernel modules, kexec, clocks, swap, splicing pages into pipes,
+FIFOs and device nodes, every per-user or
 machine-wide kernel allowance a solution never needs (AIO, inotify, epoll, POSIX and
 SysV IPC, POSIX timers, memfds on the CPU, pipes beyond 64 KiB, byte-range locks), and sockets (netlink,
 vsock, packet... reach past the network namespace; unix and IP socket buffers are
@@ -49,6 +50,14 @@ DENIED = (
     # sandboxes pass a solution bit by bit, a page cached or not (a red team; a stub scored 100). Reading a page
     # still caches it: docs/sandbox.md says what stays open.
     "fadvise64", "readahead",
+    # pages held by reference in a pipe: vmsplice of one 4 KiB piece of a huge page keeps the whole 2 MiB page alive
+    # after it is unmapped, in no process's memory (RLIMIT_AS, the resident-memory watchdog) and without a memory
+    # cgroup in nothing at all (a red team held 4 GiB under a 256 MiB limit, scoring 100); splice and tee move
+    # such references between pipes and files. No solution uses any of them.
+    "vmsplice", "splice", "tee",
+    # FIFOs and device nodes: a FIFO in the namespace modes' private /tmp is a pipe no keeper counts (1015 of them
+    # used up the grading user's pipe allowance); no solution makes either
+    "mknod", "mknodat",
 )
 # Created by the CUDA driver (its IPC and shared buffers): refused on the CPU only. sysinfo: the machine's load,
 # uptime, memory and swap (what /proc/loadavg, /proc/meminfo and /proc/uptime, masked by seal.py, would say);
@@ -67,7 +76,7 @@ FIGURES_ON_CPU = ("statfs", "fstatfs", "ustat", "times")
 # grading user, kill(-1) would end all of its processes).
 DENIED_WITHOUT_NAMESPACES = (
     "shmget", "shmat", "msgget", "msgsnd", "semget", "semop", "semtimedop",
-    "mkdir", "mkdirat", "symlink", "symlinkat", "link", "linkat", "mknod", "mknodat", "rename", "renameat",
+    "mkdir", "mkdirat", "symlink", "symlinkat", "link", "linkat", "rename", "renameat",
     "renameat2", "unlink", "unlinkat", "rmdir", "creat", "truncate", "ftruncate", "fallocate", "chmod", "fchmod",
     "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "utime", "utimes", "utimensat", "futimesat",
     "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",

@@ -55,3 +55,30 @@ def test_a_student_folder_with_a_renamed_copy_collects_the_copy_and_other_studen
         "s4/attention-7.ipynb": None,
         "s4/attention-3fa85f64-5717-4562-b3fc-2c963f66afa6.ipynb": {"student_id": "s4", "file_id": "attention.ipynb"},
     }
+
+
+def test_a_notebook_under_another_name_is_collected_as_the_assignments(tmp_path, caplog):
+    """Blind gradebook review (round 4): `attention (1).ipynb`, `Attention.ipynb`, `Attention_Lee.ipynb` were
+    collected under their own names, and autograde said "No notebooks found" for those students (their export row:
+    submitted, no score); a .py upload was skipped with nbgrader's "no match information provided". The course's
+    config names the assignment's notebook (KitCollector.notebook): every student's latest notebook is collected
+    under it, and a .py is skipped with a line saying how to grade it."""
+    for name in ("doejane_5000_811_attention (1).ipynb", "mullerjurgen_5002_813_Attention.ipynb",
+                 "leeana_5003_830_Attention_Lee.ipynb", "leeana_5003_820_notes.ipynb", "smithjohn_5001_812_attention.py",
+                 "s9/attention.ipynb", "s9/scratch.ipynb"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}")
+    collector = KitCollector(notebook="attention.ipynb")
+    with caplog.at_level("WARNING"):
+        found = {str(path.relative_to(tmp_path)): collector.collect(str(path)) for path in sorted(tmp_path.rglob("*"))
+                 if path.is_file()}
+    assert found == {
+        "doejane_5000_811_attention (1).ipynb": {"student_id": "5000", "file_id": "attention.ipynb"},
+        "mullerjurgen_5002_813_Attention.ipynb": {"student_id": "5002", "file_id": "attention.ipynb"},
+        "leeana_5003_830_Attention_Lee.ipynb": {"student_id": "5003", "file_id": "attention.ipynb"},
+        "leeana_5003_820_notes.ipynb": None,  # an earlier upload of the same student
+        "smithjohn_5001_812_attention.py": None,
+        "s9/attention.ipynb": {"student_id": "s9", "file_id": "attention.ipynb"},
+        "s9/scratch.ipynb": None,  # the assignment's own name first, in one student's folder
+    }
+    assert any("a .py file, and nbgrader grades the notebook" in message for message in caplog.messages)

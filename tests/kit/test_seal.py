@@ -120,6 +120,18 @@ def refused():
     descriptor = os.open(os.__file__, os.O_RDONLY)
     outcomes["fadvise64"] = call(221, descriptor, 0, 0, 4)  # POSIX_FADV_DONTNEED
     outcomes["readahead"] = call(187, descriptor, 0, 4096)
+    # Pages held by reference in a pipe, and FIFOs no keeper counts (a red team of issue 26).
+    read_end, write_end = os.pipe()
+    page = ctypes.create_string_buffer(4096)
+    piece = (ctypes.c_void_p * 2)(ctypes.addressof(page), 4096)
+    outcomes["vmsplice"] = call(278, write_end, piece, 1, 0)
+    os.write(write_end, b"x")
+    other_read, other_write = os.pipe()
+    outcomes["splice"] = call(275, read_end, None, other_write, None, 1, 0)
+    outcomes["tee"] = call(276, read_end, other_write, 1, 0)
+    outcomes["mknod_fifo"] = call(259, -100, f"/tmp/fifo-{os.getpid()}".encode(), 0o10600, 0)  # mknodat
+    for descriptor_of_pipe in (read_end, write_end, other_read, other_write):
+        os.close(descriptor_of_pipe)
     mapped = mmap.mmap(descriptor, 4096, prot=mmap.PROT_READ)
     for name, advice in (("madvise_cold", 20), ("madvise_pageout", 21)):
         try:
