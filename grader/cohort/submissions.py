@@ -6,6 +6,7 @@ import re
 import stat
 import struct
 import tempfile
+import unicodedata
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -93,6 +94,15 @@ def _collect_path(path, collected, zip_encoding):
         raise UsageError(f"{path} is neither a file nor a folder")
 
 
+def _spelling(path, others):
+    """Where `path` prints like another of `others` (one name in two Unicode forms: macOS writes accents as
+    combining marks), which form this one is: the note would otherwise name two files that look the same."""
+    if not any(unicodedata.normalize("NFC", str(other)) == unicodedata.normalize("NFC", str(path)) for other in others):
+        return ""
+    form = "precomposed" if unicodedata.is_normalized("NFC", str(path)) else "combining (as macOS writes names)"
+    return f" (this one's name is spelt with {form} accents; the other prints alike)"
+
+
 def _named_apart(entries, problems):
     """Give every submission its own name, so that none overwrites another's results.
 
@@ -114,7 +124,9 @@ def _named_apart(entries, problems):
             while unique.casefold() in seen or (unique != name and unique.casefold() in groups):
                 unique, number = f"{base}-{number}", number + 1
             if unique != name:
-                problems.append(f"{path}: another submission is also named {name!r}; graded as {unique!r}")
+                spelt = _spelling(path, [other for other_name, other in entries
+                                         if other_name.casefold() == name.casefold() and other != path])
+                problems.append(f"{path}: another submission is also named {name!r}; graded as {unique!r}{spelt}")
         seen.add(unique.casefold())
         named.append((unique, path))
     return named

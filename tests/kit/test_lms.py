@@ -384,8 +384,8 @@ def test_a_roster_saved_as_excel_unicode_text_is_read_and_a_latin1_one_is_named(
         ("Núñez, Zoë", "Team Alpha"), ("Ørsted, Åse", "Team Alpha")]
     latin = tmp_path / "latin.csv"
     latin.write_bytes("name,canvas_user_id\nNúñez, Zoë,7001\n".encode("latin-1"))
-    with pytest.raises(ValueError, match="not UTF-8 text .* save it as CSV UTF-8"):
-        lms.read_roster(latin)
+    with pytest.raises(ValueError, match="not UTF-8 text .line 2 holds bytes.* save it as CSV UTF-8"):
+        lms.read_roster(latin)  # the line, not a byte offset alone, that read like a byte's value
 
 
 def test_two_columns_that_could_be_the_assignment_fill_neither_and_say_so(tmp_path, suite, maxima):

@@ -457,3 +457,19 @@ def test_a_class_zip_of_one_zip_per_student_is_refused_not_graded_as_zeros(tmp_p
         assert graded(collected) == {"alice": "# alice\n"} and len(collected.rejected) == 3
     finally:
         collected.cleanup()
+
+
+def test_two_files_whose_names_print_alike_are_told_apart_in_the_note(tmp_path):
+    """Blind gradebook review (round 4): `josé.py` twice, once in each Unicode form, gave the note
+    ".../josé.py: ... graded as 'josé-2'", and both paths print the same: which file that was could not be told."""
+    import unicodedata
+
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / f"{unicodedata.normalize('NFC', 'josé')}.py").write_text("# precomposed\n")
+    (folder / f"{unicodedata.normalize('NFD', 'josé')}.py").write_text("# combining\n")
+    collected = collect(folder)
+    said = [problem for problem in collected.problems if "graded as 'josé-2'" in problem]
+    assert len(said) == 1 and "accents; the other prints alike" in said[0], collected.problems
+    renamed = dict(collected.submissions)["josé-2"]
+    assert ("precomposed" in said[0]) == unicodedata.is_normalized("NFC", str(renamed))
