@@ -667,6 +667,27 @@ def heads_layouts(values, heads):
             "split": split.transpose(1, 2).reshape(b, n, d_out), "split_view": split.reshape(b, n, d_out)}
 
 
+def head_cuts(d_out, heads):
+    """{cut: [the features of each head]}: the chapter's ("ok", contiguous blocks of head_dim), "strided" (head h
+    takes features h, h + num_heads, ...) and "swapped" (head_dim heads, each a block of num_heads features)."""
+    head_dim = d_out // heads
+    return {"ok": [list(range(h * head_dim, (h + 1) * head_dim)) for h in range(heads)],
+            "strided": [list(range(h, d_out, heads)) for h in range(heads)],
+            "swapped": [list(range(g * heads, (g + 1) * heads)) for g in range(head_dim)]}
+
+
+def attention_in_groups(q, k, v, groups):
+    """Causal multi-head attention whose heads are the feature `groups` of q, k, v (b, n, d_out), each scaled by
+    its own size, merged back into the same features."""
+    out = torch.zeros_like(v)
+    n = q.shape[1]
+    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    for group in groups:
+        scores = (q[..., group] @ k[..., group].transpose(-2, -1)).masked_fill(future, float("-inf"))
+        out[..., group] = torch.softmax(scores / len(group) ** 0.5, dim=-1) @ v[..., group]
+    return out
+
+
 def holds_the_same_numbers(out, want):
     """Whether each sequence of `out` holds exactly the numbers of `want`'s, in other places: the heads' contexts
     are right but split or merged in another order. (A wrong mask or scale changes the numbers themselves.)"""
@@ -995,7 +1016,40 @@ class Battery:
             matched = {"other"}
         if len(matched) == 1:
             self.layout_seen = matched.pop()
+            if self.layout_seen == "ok":  # equal attention cannot tell which features make a head: heads apart can
+                self.layout_seen = self.heads_apart(module, info) or "ok"
             self.add("heads_layout", self.layout_seen)
+
+    def heads_apart(self, module, info):
+        """Heads that attend differently, on one-hot tokens with saturated scores: head 0 to the first token,
+        every other head each token to itself. Equal attention everywhere (heads_layout) gives the same output
+        however the features are cut into heads, as long as the merge undoes the split; here the output says which
+        cut it was: "strided" (view(b, n, head_dim, num_heads) then permute: head h takes every num_heads-th
+        feature) or "swapped" (view(b, n, head_dim, num_heads) then transpose(1, 2): head_dim heads of num_heads
+        features). None where it is the chapter's cut, or none of these (a wrong mask changes it too)."""
+        dims = self.dims
+        n, heads, head_dim, d_in, d_out = dims.n, dims.heads, dims.head_dim, dims.d_in, dims.d_out
+        if n > head_dim or n > d_in or head_dim == heads:
+            return None
+        params, _, _ = value_trick_params(info, d_in, d_out, n, heads, seed=self.seed)
+        query, key = torch.zeros(d_out, d_in), torch.zeros(d_out, d_in)
+        saturated = 12.0  # scores of 144: every other weight below e^-60 at any of the scales below
+        query[0, :n] = saturated
+        key[0, 0] = saturated
+        for head in range(1, heads):
+            for token in range(n):
+                query[head * head_dim + token, token] = key[head * head_dim + token, token] = saturated
+        value = draw(d_out, d_in, seed=self.seed + 62, scale=1.0)
+        params.update({"W_query.weight": query, "W_key.weight": key, "W_value.weight": value})
+        x = one_hot_tokens(dims.batch, n, d_in)
+        out = as_double(module.forward(x, weights=params))
+        if out is None or tuple(out.shape) != (dims.batch, n, d_out) or not bool(torch.isfinite(out).all()):
+            return None
+        q, k, v = (x.double() @ weight.double().T for weight in (query, key, value))
+        for label, groups in head_cuts(d_out, heads).items():
+            if torch.allclose(out, attention_in_groups(q, k, v, groups), atol=1e-5):
+                return None if label == "ok" else label
+        return None
 
     def value_path(self):
         """With W_value = 0 every output is 0 (out_proj, if any, is the identity without bias): otherwise the
@@ -1167,10 +1221,11 @@ class Battery:
             first, again = raised(first), raised(again)
             if first is None or again is None:
                 return
-            self.add("eval", "ok" if torch.equal(first.nan_to_num(7.0), again.nan_to_num(7.0)) else "random")
+            steady = torch.equal(first.nan_to_num(7.0), again.nan_to_num(7.0))
+            self.add("eval", "ok" if steady else "random")
             trained = raised(trained)
-            if trained is None:
-                return
+            if trained is None or not steady:
+                return  # dropped in eval too: rate and rescaling measured against dropped weights mean nothing
             if bool(torch.isnan(trained).any()) and not bool(torch.isnan(first).any()):
                 self.add("target", "nan")
                 return

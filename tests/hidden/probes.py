@@ -55,16 +55,24 @@ def read_weights(module, params, batch, n, d_in, heads):
     return torch.stack([out[:, :, h * head_dim: h * head_dim + n] for h in range(heads)], dim=1)
 
 
+def large_tokens(batch, n, d_in, seed):
+    """Inputs about 40 times the usual, every token of a sequence the same (sequences differ): each row of a head's
+    scores is one value of about ±3000, so that no future score outweighs the visible ones (the chapter's "softmax,
+    then zero the future and renormalise" stays finite) while exp of it overflows."""
+    return randn(batch, 1, d_in, seed=seed, scale=40.0).expand(batch, n, d_in).clone()
+
+
 def expect_finite_for_large_scores(module, params, x, what, probes):
-    """`module`'s output, with `params`, for `x` about 40 times the usual, so that its attention scores reach about
-    ±3000: torch.softmax keeps every weight finite (it subtracts each row's largest score first); exp(scores) / sum
-    overflows to inf / inf = NaN (the chapter's naive softmax, which it warns against). Only finiteness is asked:
-    the output's shape and values are the other checks' business."""
+    """`module`'s output, with `params`, for `x` (large_tokens): torch.softmax keeps every weight finite (it
+    subtracts each row's largest score first); exp(scores) / sum overflows to inf / inf = NaN (the chapter's naive
+    softmax, which it warns against). Only finiteness is asked: the output's shape and values are the other
+    checks' business."""
     with named_crashes(probes):
         out = module.forward(x, weights=params)
     if isinstance(out, torch.Tensor) and out.is_floating_point() and not bool(torch.isfinite(out.double()).all()):
-        fail(f"{what} for inputs about 40 times the usual (attention scores of about ±3000) hold NaN or inf, where "
-             "softmax(scores / sqrt(d_k)) keeps every weight finite", [observation("cause", "softmax_overflow")])
+        fail(f"{what} for inputs about 40 times the usual, each sequence one token repeated (attention scores of "
+             "about ±3000) hold NaN or inf, where softmax(scores / sqrt(d_k)) keeps every weight finite",
+             [observation("cause", "softmax_overflow")])
 
 
 def prober(student, name, dims, causal=True, dropout=False):

@@ -2,8 +2,8 @@
 
 from .oracle import linear_attention, qkv_params, randn, suspects
 from .probes import (batch_mixed, causal_leak, check_lengths, check_module_dropout,
-                     expect_attention_from_queries_and_keys, expect_finite_for_large_scores, once, probe_params,
-                     prober, read_weights)
+                     expect_attention_from_queries_and_keys, expect_finite_for_large_scores, large_tokens, once,
+                     probe_params, prober, read_weights)
 
 from grader.check.causes import observation
 from grader.check.signatures import Dims
@@ -64,8 +64,8 @@ def test_weights_through_values(student):
     what = "the attention weights (read through one-hot values)"
     expect_future_hidden(weights, what, student.device, observations=probes)
     expect_rows_sum_to_one(weights, what, student.device, causal=True, observations=probes)
-    expect_finite_for_large_scores(module, qkv_params(D_IN, D_OUT, seed=15, bias=True), randn(B, N, D_IN, seed=16,
-                                   scale=40.0), "CausalAttention outputs", probes)
+    expect_finite_for_large_scores(module, qkv_params(D_IN, D_OUT, seed=15, bias=True), large_tokens(B, N, D_IN, 16),
+                                   "CausalAttention outputs", probes)
 
 
 @graded("causal_attention: changing future tokens does not change earlier outputs", weight=2)

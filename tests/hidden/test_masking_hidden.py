@@ -19,9 +19,10 @@ CAUSAL_FAULTS = ("zero_fill", "no_mask", "mask_past", "mask_past_diagonal", "mas
 def test_mask_lengths(student):
     for n in range(9, 0, -1):  # longest first: for one token, hiding the diagonal and the past look the same
         with named_crashes():
-            mask = expect_tensor(student.call("causal_mask", n), f"causal_mask({n})", shape=(n, n))
+            returned = student.call("causal_mask", n)
+        mask = expect_tensor(returned, f"causal_mask({n})", shape=(n, n))  # (a float mask comes back as float64)
         if mask.dtype != torch.bool:
-            fail(f"causal_mask({n}) should be a bool tensor, not {mask.dtype}", mask_dtype_observations(mask))
+            fail(f"causal_mask({n}) should be a bool tensor, not {returned.dtype}", mask_dtype_observations(mask))
         expected = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
         wrong = mask != expected
         if wrong.any():

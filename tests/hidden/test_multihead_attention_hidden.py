@@ -3,8 +3,8 @@
 import torch
 from .oracle import linear_attention, linear_params, multihead, qkv_params, randn, suspects
 from .probes import (batch_mixed, causal_leak, check_lengths, check_module_dropout,
-                     expect_attention_from_queries_and_keys, expect_finite_for_large_scores, once, probe_params,
-                     prober, read_weights)
+                     expect_attention_from_queries_and_keys, expect_finite_for_large_scores, large_tokens, once,
+                     probe_params, prober, read_weights)
 
 from grader.check.causes import observation
 from grader.check.signatures import Dims
@@ -92,8 +92,8 @@ def test_weights_through_values(student):
     what = "the attention weights of every head (read through one-hot values)"
     expect_future_hidden(weights, what, student.device, observations=probes)
     expect_rows_sum_to_one(weights, what, student.device, causal=True, observations=probes)
-    expect_finite_for_large_scores(module, mha_params(15, bias=True, d_out=d_out), randn(B, N, D_IN, seed=16,
-                                   scale=40.0), "MultiHeadAttention outputs", probes)
+    expect_finite_for_large_scores(module, mha_params(15, bias=True, d_out=d_out), large_tokens(B, N, D_IN, 16),
+                                   "MultiHeadAttention outputs", probes)
 
 
 @graded("multihead_attention: changing future tokens does not change earlier outputs", weight=2)

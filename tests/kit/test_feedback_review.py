@@ -51,17 +51,51 @@ SPLIT = ".view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
 VIEW_HEADS_FIRST = ".view(b, self.num_heads, num_tokens, self.head_dim)\n"
 PROJECTIONS = ("        queries = self.W_query(x)", "        keys = self.W_key(x)", "        values = self.W_value(x)")
 HEADS_FIRST = ("".join(line + SPLIT for line in PROJECTIONS), "".join(line + VIEW_HEADS_FIRST for line in PROJECTIONS))
+# The chapter's other way to causal weights, softmax first, then the future zeroed and each row renormalised: right,
+# and finite however large the scores, as long as no future score outweighs every visible one (a blind student's
+# correct file lost 3 points to the overflow check, told "exp / sum without the row max").
+RENORM = ("    return torch.softmax(masked / d_k**0.5, dim=-1)\n",
+          "    return mask_and_renormalize(torch.softmax(scores / d_k**0.5, dim=-1))\n")
+RENORM_MODULES = (MASKED + SOFTMAX, SOFTMAX + "        attn_weights = attn_weights * ~self.mask.bool()[:num_tokens, "
+                  ":num_tokens]\n        attn_weights = attn_weights / attn_weights.sum(dim=-1, keepdim=True)\n")
+FLOAT_MASK = ("    ones = torch.ones(context_length, context_length, dtype=torch.bool)\n",
+              "    ones = torch.ones(context_length, context_length)\n")
+# A blind student's head splits with head_dim and num_heads in the wrong order: "swapped" (a view to (b, n, head_dim,
+# num_heads), then transpose(1, 2): head_dim heads of num_heads features) and "strided" (then permute: each head
+# every num_heads-th feature, merged back alike). Equal attention cannot tell them from the chapter's cut: the
+# weights were misread ("rows do not sum to one"), and the strided one was told "one dropout mask is shared by
+# every head".
+HEADS_LAST = ".view(b, num_tokens, self.head_dim, self.num_heads)"
+SWAPPED = ("".join(line + SPLIT for line in PROJECTIONS),
+           "".join(line + HEADS_LAST + ".transpose(1, 2)\n" for line in PROJECTIONS))
+STRIDED = (("".join(line + SPLIT for line in PROJECTIONS),
+            "".join(line + HEADS_LAST + ".permute(0, 3, 1, 2)\n" for line in PROJECTIONS)),
+           ("        context = (attn_weights @ values).transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)\n",
+            "        context = (attn_weights @ values).permute(0, 2, 3, 1).reshape(b, num_tokens, self.d_out)\n"))
+# self.dropout a float and F.dropout without training= (a blind student's): "dropout rescaling (they are not
+# rescaled)" was said, measured against weights that eval mode had dropped too.
+FLOAT_DROPOUT = (("        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)\n        self.dropout = nn.Dropout(dropout)\n",
+                  "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)\n        self.dropout = dropout\n"),
+                 (DROPOUT_ALWAYS[0], "        attn_weights = torch.nn.functional.dropout(attn_weights, self.dropout)\n"
+                  "        return attn_weights @ values\n"))
 CASES = {"keys_first": KEYS_FIRST, "dropout_always": DROPOUT_ALWAYS, "returns_weights": RETURNS_WEIGHTS,
          "naive_scaled": NAIVE_SCALED, "naive_causal": NAIVE_CAUSAL, "bias_ignored": BIAS_IGNORED,
-         "naive_module": NAIVE_MODULE, "naive_heads": NAIVE_HEADS, "heads_first": HEADS_FIRST}
+         "naive_module": NAIVE_MODULE, "naive_heads": NAIVE_HEADS, "heads_first": HEADS_FIRST,
+         "renorm": RENORM, "float_mask": FLOAT_MASK,
+         "swapped": SWAPPED, "strided": STRIDED, "float_dropout": FLOAT_DROPOUT}
 
 
 @pytest.fixture(scope="module")
 def told(grade_many, clean):
     sources = {}
-    for name, (find, replace) in CASES.items():
-        assert clean.count(find) == 1, name  # the edit lands in the one place it is meant for
-        sources[name] = clean.replace(find, replace)
+    for name, edits in CASES.items():
+        source = clean
+        for find, replace in edits if isinstance(edits[0], tuple) else [edits]:
+            assert source.count(find) == 1, name  # the edit lands in the one place it is meant for
+            source = source.replace(find, replace)
+        sources[name] = source
+    assert clean.count(RENORM_MODULES[0]) == 2  # CausalAttention's and MultiHeadAttention's
+    sources["renorm_modules"] = clean.replace(*RENORM_MODULES)
     return grade_many(sources)
 
 
@@ -107,3 +141,31 @@ def test_weights_read_through_scrambled_heads_are_not_shown_as_evidence(told):
             if "hide the future" in test.name]
     assert said and all("attends to the future" not in text and "sums to" not in text for text in said), said
     assert all(CAUSES["split_no_transpose"].title in text for text in said), said
+
+
+@pytest.mark.parametrize("name", ["renorm", "renorm_modules"])
+def test_softmax_then_renormalising_keeps_full_marks_on_large_scores(told, maxima, name):
+    assert told[name].step_scores() == maxima, [(test.name, test.output) for test in told[name].tests
+                                                if test.score < test.max_score]
+
+
+def test_a_float_mask_is_told_its_own_dtype(told):
+    """A blind student: "causal_mask should return a bool tensor, yours is torch.float64" for a float32 mask (the
+    dtype of the judge's float64 copy)."""
+    said = [test.output for test in told["float_mask"].tests if "bool" in test.output and "causal_mask" in test.output]
+    assert said and all("torch.float32" in text and "float64" not in text for text in said), said
+
+
+@pytest.mark.parametrize("name", ["swapped", "strided"])
+def test_a_head_split_with_head_dim_and_num_heads_in_the_wrong_order_is_named(told, maxima, name):
+    steps = told[name].step_scores()
+    assert steps["multihead_attention"] < maxima["multihead_attention"]
+    said = [test.output for test in failing(told[name], "multihead_attention")]
+    assert any(CAUSES["heads_view_order"].title in text for text in said), said
+    assert CAUSES["dropout_shared_across_heads"].title not in " ".join(said), said
+    assert not [text for text in said if "sum to one along each row" in text or "row sums" in text], said
+
+
+def test_dropout_that_drops_in_eval_is_not_also_told_unrescaled(told):
+    said = " ".join(test.output for test in failing(told["float_dropout"], "causal_attention"))
+    assert "dropout is active when not training" in said and "not rescaled" not in said, said

@@ -66,7 +66,11 @@ PROBES = {
                  "head_dim) give: tokens and heads are mixed when the heads are split",
         "other": "with equal attention everywhere, the output holds the right numbers in other places: the heads "
                  "are split or merged in another order than (b, n, num_heads, head_dim) <-> (b, num_heads, n, "
-                 "head_dim)"}),
+                 "head_dim)",
+        "strided": "with heads that attend differently, each head works on every num_heads-th feature (a view to "
+                   "(b, n, head_dim, num_heads)), not on its own block of head_dim features",
+        "swapped": "with heads that attend differently, there are head_dim heads of num_heads features each (a view "
+                   "to (b, n, head_dim, num_heads), then transpose(1, 2))"}),
     "variance": ("variance of q·k", {
         "std": "it is the standard deviation (about sqrt(dim)), not the variance",
         "unsummed": "it is about 1 whatever dim is: the variance of single products q_i k_i, not of their sum",
@@ -398,6 +402,10 @@ CAUSES = {cause.key: cause for cause in (
     Cause("split_no_transpose", "the heads are split without transpose(1, 2) (a view straight to the heads' "
           "layout mixes tokens and heads)", "view(b, n, num_heads, head_dim), then transpose(1, 2)",
           sig(heads_layout="split|~ok")),
+    Cause("heads_view_order", "the heads are split with view(b, n, head_dim, num_heads): head_dim and num_heads "
+          "are in the wrong order, so each head works on other features than its own block",
+          "view(b, n, num_heads, head_dim), then transpose(1, 2) (and merge back the same way in reverse)",
+          sig(heads_layout="strided|swapped")),
     Cause("merge_no_transpose", "the heads are merged back without transposing (1, 2) first",
           "context.transpose(1, 2).contiguous().view(b, n, d_out)", sig(heads_layout="merge")),
     Cause("view_not_contiguous", "view is called on a transposed (non-contiguous) tensor",

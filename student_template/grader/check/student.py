@@ -34,6 +34,9 @@ class StudentError(AssertionError):
             message = f"{what}: not implemented yet ({text['message'] or 'NotImplementedError'})"
         elif self.info["returned"]:
             message = f"{what} returned {text['message']}"
+        elif text["type"] == "InjectionError":  # the grader's own setting of weights: no exception of the student's
+            message = (f"{what}: the grader could not set the chapter's parameters in your module ({text['message']}); "
+                       "check the names and shapes your __init__ creates")
         else:
             message = f"{what} raised {text['type'] or 'an error'}: {text['message']}"
             if text["location"]:
@@ -60,8 +63,9 @@ class StudentError(AssertionError):
             return f"{self.what} returned a value the grader cannot take" + HIDDEN_TEXT_NOTE
         if self.info["type"] == "InjectionError":  # the grader's own setting of weights failed, not the student's code
             return (f"{self.what} failed: the module has no parameter or buffer of the name and shape the chapter "
-                    "gives it (W_query, W_key and W_value as nn.Linear(d_in, d_out, bias=qkv_bias), out_proj, a "
-                    "mask registered as a buffer), so the grader could not set it")
+                    "gives it (the W_query, W_key and W_value of each attention module as nn.Linear(d_in, d_out, "
+                    "bias=qkv_bias), MultiHeadAttention's out_proj, the mask registered as a buffer), so the grader "
+                    "could not set it")
         kind = self.info["type"] if self.info["type"] in _KNOWN_ERRORS else "an error"
         return f"{self.what} raised {kind}" + HIDDEN_TEXT_NOTE
 
