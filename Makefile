@@ -64,12 +64,15 @@ UNKNOWN := $(filter-out $(KNOBS),$(foreach v,$(.VARIABLES),$(if $(filter command
 ifneq ($(strip $(UNKNOWN)),)
 $(error unknown variable(s) $(strip $(UNKNOWN)); the knobs are: $(KNOBS))
 endif
+# A path as one shell word, whatever it holds (spaces, parentheses: `submissions (1).zip`, a browser's second
+# download, broke the command line): single quotes, each ' inside written '"'"'.
+quote = '$(subst ','"'"',$(1))'
 # What `grade` and `regrade` pass on (a knob left empty keeps the grader's default: for `regrade`, what the class
 # was graded with, recorded in OUT/class.json).
 GRADING := $(if $(DEVICE),--device $(DEVICE)) $(if $(JOBS),--jobs $(JOBS)) $(if $(ENGINE),--engine $(ENGINE)) \
 	$(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(MEMORY_LIMIT),--memory-limit $(MEMORY_LIMIT)) \
 	$(if $(SUBMISSION_TIME_LIMIT),--submission-time-limit $(SUBMISSION_TIME_LIMIT)) \
-	$(if $(ROSTER),--roster $(ROSTER)) $(if $(OVERRIDES),--overrides $(OVERRIDES)) \
+	$(if $(ROSTER),--roster $(call quote,$(ROSTER))) $(if $(OVERRIDES),--overrides $(call quote,$(OVERRIDES))) \
 	$(if $(REQUIRE_SANDBOX),--require-sandbox) $(if $(KEEP_OVERRIDES),--keep-overrides) $(if $(KEEP_REGRADES),--keep-regrades)
 
 .PHONY: test test-fast grade regrade merge bench student check publish clean
@@ -135,16 +138,16 @@ test-fast: $(VENV)/.installed $(CHROMIUM) sandbox-libs test-account
 	SUBMISSION=solutions/attention.py $(PY) -m pytest -q --durations=30 -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not slow"
 
 grade: $(VENV)/.installed sandbox-libs
-	$(PY) -m grader grade $(SUBMISSION) --out $(OUT) $(GRADING) $(if $(RESULTS),--results $(RESULTS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ZIP_ENCODING),--zip-encoding $(ZIP_ENCODING))
+	$(PY) -m grader grade $(if $(SUBMISSION),$(call quote,$(SUBMISSION))) --out $(call quote,$(OUT)) $(GRADING) $(if $(RESULTS),--results $(call quote,$(RESULTS))) $(if $(SHARD),--shard $(SHARD)) $(if $(ZIP_ENCODING),--zip-encoding $(ZIP_ENCODING))
 
 # make regrade STUDENT=name [SUBMISSION=file]: one student again, into the class's OUT (every class file follows).
 regrade: $(VENV)/.installed sandbox-libs
 	$(if $(STUDENT),,$(error make regrade needs STUDENT=<a name from $(OUT)/grades.csv>))
-	$(PY) -m grader regrade "$(STUDENT)" --out $(OUT) $(GRADING) $(if $(SUBMISSION),--submission $(SUBMISSION))
+	$(PY) -m grader regrade $(call quote,$(STUDENT)) --out $(call quote,$(OUT)) $(GRADING) $(if $(SUBMISSION),--submission $(call quote,$(SUBMISSION)))
 
 # make merge SHARDS="out-1 out-2 out-3" [OUT=out]: one class from the OUT folders of SHARD=i/N runs.
 merge: $(VENV)/.installed
-	$(PY) -m grader merge $(SHARDS) --out $(OUT) $(if $(ROSTER),--roster $(ROSTER)) $(if $(OVERRIDES),--overrides $(OVERRIDES))
+	$(PY) -m grader merge $(SHARDS) --out $(call quote,$(OUT)) $(if $(ROSTER),--roster $(call quote,$(ROSTER))) $(if $(OVERRIDES),--overrides $(call quote,$(OVERRIDES)))
 
 # Speed and memory figures against the targets (200 submissions, the torch-import floor, otter run...).
 bench: $(VENV)/.installed sandbox-libs
@@ -153,7 +156,7 @@ bench: $(VENV)/.installed sandbox-libs
 .PHONY: report diagnose-report
 # The cohort report of a graded class, rebuilt from OUT/results/*.json (make grade writes it too).
 report: $(VENV)/.installed
-	$(PY) -m grader report --out $(OUT)
+	$(PY) -m grader report --out $(call quote,$(OUT))
 
 # Over the fault catalogue, tuning and held-out splits apart: caught, cause named, wrong cause; never a cause for
 # a correct variant. Grades JOBS submissions at a time (default: one per core); docs/diagnosis.md.
@@ -164,7 +167,7 @@ student: $(VENV)/.installed
 	$(PY) -m grader generate
 
 publish: $(VENV)/.installed
-	$(PY) -m grader publish --dist $(DIST) $(PARTS) $(if $(COURSE_ID),--course-id $(COURSE_ID))
+	$(PY) -m grader publish --dist $(call quote,$(DIST)) $(PARTS) $(if $(COURSE_ID),--course-id $(COURSE_ID))
 
 # Third-party pytest plugins (installed with jupyter/otter) only slow a student's check down.
 check: $(VENV)/.installed

@@ -33,7 +33,8 @@ from grader.feedback import page as feedback
 from grader.feedback import report
 from grader.judging import results_json as results_io
 from grader.check.suite import discover, max_points
-from grader.cohort.bulk import OutBusy, foreign_out, holding, internal_error_result, set_aside_former
+from grader.cohort.bulk import (FORMER, OutBusy, foreign_out, holding, internal_error_result,
+                                set_aside_former)
 from grader.outfiles import OutputError, write_atomic
 from grader.paths import SAMPLE_CLASS
 from grader.sandbox import servers
@@ -83,6 +84,7 @@ def grade_command(args):
         maxima = max_points(tests)
         options = Options(args.device, Limits(args.time_limit, args.memory_limit, args.submission_time_limit))
         grade = grading_engine(args.engine)
+        device_check(args.device)
         sandbox = sandbox_check(args)
         # What is loaded now (torch, the grader, the tests) lives as long as the run: kept out of the garbage
         # collector's full passes, which otherwise walk its 170,000 objects (5 % of the judges' time, measured),
@@ -215,6 +217,14 @@ def merge_command(args):
                          "Merging the slices again would put back the slices' verdicts in silence. Merge into a new "
                          "OUT, then regrade those students there (make regrade STUDENT=<name> SUBMISSION=<file> "
                          "OUT=<new>); nothing was written")
+    limits = {name: own for name, own in (class_record.read_record(out).get("regrade_limits") or {}).items()
+              if name in found}
+    if limits:  # graded with their own limits by a regrade: the slices' verdicts are the class's limits'
+        listed = ", ".join(f"{name} ({limits_said(own)})" for name, own in list(limits.items())[:5])
+        raise UsageError(f"{out} holds {len(limits)} student(s) a regrade gave limits of their own: {listed}. Merging "
+                         "the slices again would put back verdicts graded with the class's limits. Merge into a new "
+                         "OUT, then regrade those students there with their limits (make regrade STUDENT=<name> "
+                         "TIME_LIMIT=... OUT=<new>); nothing was written")
     others = sorted(path.stem for path in (out / "results").glob("*.json") if path.stem not in found)
     if others:  # the report, the feedback pages and the integrity page read OUT/results: they would show them
         raise UsageError(f"{out / 'results'} holds results of submissions that are not in this class "
@@ -424,6 +434,25 @@ def grading_settings(args, options):
     return settings
 
 
+def device_check(name):
+    """UsageError, before anything is graded, where DEVICE cannot hold a tensor here: a torch without CUDA (the
+    kit's .venv holds the CPU build), a GPU index beyond those visible. Graded anyway, every correct submission
+    scored 13.5 ("Torch not compiled with CUDA enabled", said as the student's own error), exit 0."""
+    import torch
+
+    try:
+        device = torch.device(name)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("this torch sees no CUDA GPU" + (" (it is a CPU build)" if torch.version.cuda is None
+                                                                else ""))
+        if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+            raise RuntimeError(f"{torch.cuda.device_count()} CUDA GPU(s) are visible")
+        # (no tensor is made on the GPU here: CUDA started in this process would not survive the judges' fork)
+    except (RuntimeError, AssertionError) as error:
+        raise UsageError(f"DEVICE={name} cannot be used here: {error}. Grade on the CPU (leave DEVICE out), or run "
+                         "with a CUDA build of torch on a machine with that GPU (docs/sandbox.md, On a GPU)") from None
+
+
 def sandbox_check(args):
     """Probe what the sandbox can have here and say so; with --require-sandbox, refuse to grade without
     all of it (exit 2). Workers are then sealed ahead of time in each judge (see sandbox.pool)."""
@@ -504,6 +533,11 @@ OWN_LIMITS = {"time_limit": "step_seconds", "memory_limit": "memory_bytes",
               "submission_time_limit": "submission_seconds"}
 
 
+def limits_said(limits):
+    """`time-limit 30.0, memory-limit ...` of a student's own limits (class.json regrade_limits)."""
+    return ", ".join(f"{key.replace('_', '-')} {value!r}" for key, value in limits.items())
+
+
 def own_limits(args, options, record, names):
     """{name: (options, settings)} for the students of `names` an earlier regrade gave limits of their own
     (graded_as_the_class): they are graded, and their results reused, with those."""
@@ -515,9 +549,8 @@ def own_limits(args, options, record, names):
         theirs = dataclasses.replace(options, limits=dataclasses.replace(
             options.limits, **{OWN_LIMITS[key]: value for key, value in limits.items()}))
         found[name] = theirs, grading_settings(args, theirs)
-        listing = ", ".join(f"{key.replace('_', '-')} {value!r}" for key, value in limits.items())
-        log.info(terminal(f"{name}: graded with {listing} (given by a regrade, class.json regrade_limits), not the "
-                          "class's: regrade them with the class's limits to drop it"))
+        log.info(terminal(f"{name}: graded with {limits_said(limits)} (given by a regrade, class.json "
+                          "regrade_limits), not the class's: regrade them with the class's limits to drop it"))
     return found
 
 
@@ -574,8 +607,9 @@ def regrade_conflicts(record, submissions, keep=False):
         for name, path, other in changed_since_regrade(record, submissions)]
     return changed + [
         f"{name} was regraded from {other}, which {how} since: their grade would come from other bytes than the ones "
-        f"regraded. To grade the file as it is now: make regrade STUDENT={name} SUBMISSION={other} OUT=<this OUT>; "
-        f"to grade the class's own file for them again: make regrade STUDENT={name} OUT=<this OUT>; then grade again"
+        f"regraded. To grade {'the file as it is now' if how == 'has changed' else 'a file of theirs'}: make regrade "
+        f"STUDENT={name} SUBMISSION={other if how == 'has changed' else '<their file>'} OUT=<this OUT>; to grade the "
+        f"class's own file for them again: make regrade STUDENT={name} OUT=<this OUT>; then grade again"
         for name, other, how in regrade_files_moved(record, [name for name, _ in submissions])]
 
 
@@ -668,6 +702,11 @@ def regrade_command(args):
             raise UsageError(f"{args.student!r} is on the roster but has no submission in {out}, so there is no grade "
                              f"to redo: put their file in the class's folder and grade the class again "
                              f"({regrade_hint(out)}): only the new file is graded")
+        former = out / "results" / FORMER
+        if former.is_dir() and wanted in {path.stem.casefold() for path in former.glob("*.json")}:
+            raise UsageError(f"{args.student!r} left the class: their file was not in its latest grade, and their last "
+                             f"result is in {former}. Put their file back in the class and grade the class again "
+                             f"({regrade_hint(out)})")
         from grader.cohort.overrides import closest
 
         raise UsageError(f"{args.student!r} " + ("names more than one student of the roster: give the submission's "
@@ -685,11 +724,14 @@ def regrade_command(args):
     basis = record.get("override_files") or {}
     if args.submission:  # a file sent later: asked about before torch is imported
         submitted = Path(args.submission)
+        if not submitted.exists():
+            raise UsageError(f"{submitted} does not exist: give the student's .py or .ipynb file")
         if not submitted.is_file() or submitted.suffix not in (".py", ".ipynb"):
             raise UsageError(f"{submitted} is not a .py or .ipynb file")
         kept_overrides(name, overridden.get(name, []), submitted, basis, args)
     from grader.judging.judge import Options  # imports torch: after the checks above, which cost nothing
 
+    device_check(args.device)
     sandbox_check(args)  # (OUT is held since the start: an OUT that is no folder holds no class, refused above)
     collected = None
     try:
@@ -704,11 +746,20 @@ def regrade_command(args):
             own = class_file_digest(record, name)  # a later grade asks first if the class holds another file then
             record.setdefault("regrade_basis", {})[name] = own
         else:  # from the class's own file, as the docs say: an earlier regrade from another file ends here
+            if not Path(record["source"]).exists():
+                raise UsageError(f"the class was graded from {record['source']} (OUT/class.json), which is no longer "
+                                 f"there: put it back, or give the student's file (make regrade STUDENT={name} "
+                                 f"SUBMISSION=<file> OUT={out})")
             collected = collect(record["source"], record.get("zip_encoding"))
             found = dict(collected.submissions)
             if name not in found:
                 raise UsageError(f"{name} is no longer in {record['source']}: give the file, SUBMISSION=...")
             path = found[name]
+            origins = record.setdefault("origins", {})  # the upload graded now says whether it was late, not the last
+            if name in collected.origins:
+                origins[name] = collected.origins[name].as_dict()
+            else:
+                origins.pop(name, None)
             other = (record.get("regrades") or {}).pop(name, None)
             (record.get("regrade_basis") or {}).pop(name, None)
             (record.get("regrade_files") or {}).pop(name, None)

@@ -78,15 +78,16 @@ def _host_names():
     except (ImportError, AttributeError, KeyError):
         pass
     host = socket.gethostname()
-    if len(host) >= 4 and host not in ("localhost", "sandbox"):
+    if len(host) >= 2 and host not in ("localhost", "sandbox"):  # as a word of its own: "vm" too (a red team)
         names.add((host, "<host>"))
     parts = [(re.escape(path), placeholder) for path, placeholder in sorted(places.items(), key=lambda i: -len(i[0]))]
     parts += [(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", placeholder) for name, placeholder in names]
     return re.compile("|".join(f"(?P<m{index}>{pattern})" for index, (pattern, _) in enumerate(parts))), \
-        [placeholder for _, placeholder in parts]
+        [placeholder for _, placeholder in parts], max([len(path) for path in places] + [len(name) for name, _ in names]
+                                                       + [0])
 
 
-_HOST_PATTERN, _HOST_PLACEHOLDERS = _host_names()
+_HOST_PATTERN, _HOST_PLACEHOLDERS, _LONGEST_HOST = _host_names()
 
 
 def _without_host(text):
@@ -97,11 +98,15 @@ def clean_text(text, limit=MAX_TEXT):
     """A string safe to show and to write as UTF-8: lone surrogates replaced, length bounded, and the grading
     machine's own paths and names (`_host_names`) replaced by placeholders. Every text of a worker that the
     judge keeps passes here (decode, StudentError, load problems), so none reaches a student's feedback."""
+    # Cut first (with room for a host path across the cut): a 4 MB string searched whole cost the judge 170 ms of
+    # CPU per answer, which a red team turned into 100 times its worker's CPU and a class run 33 times as long.
+    margin = limit + _LONGEST_HOST
     if type(text) is str and text.isascii():  # the common case, decided without a copy
+        text = text[:margin]
         if _HOST_PATTERN.search(text) is not None:
             text = _without_host(text)
         return text if len(text) <= limit else text[:limit] + "... (cut)"
-    text = str.__str__(text) if isinstance(text, str) else str(text)
+    text = (str.__str__(text) if isinstance(text, str) else str(text))[:margin]
     if not text.isascii():
         text = text.encode("utf-8", "replace").decode("utf-8")
     text = _without_host(text)

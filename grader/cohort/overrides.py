@@ -92,7 +92,9 @@ def _parse(cell, where, short):
         close = difflib.get_close_matches(step, (TOTAL, *STEP_KEYS), n=1, cutoff=0.6)
         raise ValueError(f"{where}: step {cell['step']!r} is neither 'total' nor one of {', '.join(STEP_KEYS)}"
                          + (f" (did you mean {close[0]}?)" if close else ""))
-    try:
+    try:  # digits with one decimal point: float() also takes "1_0" (10), "1e1", "nan" and "infinity"
+        if not re.fullmatch(r"\s*[-+]?(\d+(\.\d*)?|\.\d+)\s*", cell["points"]):
+            raise ValueError
         points = float(cell["points"])
     except ValueError:
         raise ValueError(f"{where}: points {cell['points']!r} is not a number") from None

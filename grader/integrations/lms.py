@@ -209,6 +209,8 @@ def read_roster_text(text: str, label: str = "roster") -> Roster:
             continue
         if not any(cell.strip() for cell in row):
             continue
+        if name.lower() in CANVAS_MARKER_ROWS and not any(values.get(key) for key in IDENTIFIERS):
+            continue  # a row of the export's own, under the header: no student ("Muted" was read as one)
         participant = PARTICIPANT.match(values.get("participant", ""))
         status = values.get("status", "")
         student = RosterStudent(name=name, **{key: values.get(key, "") for key in ("section", "group", *IDENTIFIERS)},
@@ -226,6 +228,9 @@ def read_roster_text(text: str, label: str = "roster") -> Roster:
 
 
 NUMERIC_IDS = ("canvas_id", "sis_user_id", "idnumber")  # ids a spreadsheet may have read as numbers
+# Rows a Canvas gradebook export puts under its header that are no student (older exports: "Muted"; newer:
+# "Manual Posting"), told by their name and the ids they lack
+CANVAS_MARKER_ROWS = ("muted", "manual posting")
 
 
 def _spreadsheet_id(cell: str) -> tuple[str, bool]:

@@ -139,3 +139,30 @@ def test_a_workers_text_is_capped_in_count_length_and_total():
     assert len(kept) <= MAX_PROBLEMS and all(len(text) <= 700 for text in kept)
     assert sum(len(text) for text in kept) <= MAX_PROBLEMS_CHARS + 100
     assert capped_texts(["a \ud800 b", 12, {"x": 1}]) == ["a ? b", "12", "{'x': 1}"]
+
+
+def test_a_huge_string_is_cut_before_any_search_of_it(monkeypatch):
+    """A red team (issue 26): answers of 4 MB strings each cost the judge 170 ms of CPU in the host-name search
+    before they were cut to 10 kB (100 times their worker's CPU; three such students made a class run 33 times as
+    long). The search now sees at most the kept length and the longest host name beyond it."""
+    from grader.check import wire
+    from grader.paths import ROOT
+
+    searched = []
+    pattern = wire._HOST_PATTERN
+
+    class Counting:
+        def search(self, text):
+            searched.append(len(text))
+            return pattern.search(text)
+
+        def sub(self, replace, text):
+            searched.append(len(text))
+            return pattern.sub(replace, text)
+
+    monkeypatch.setattr(wire, "_HOST_PATTERN", Counting())
+    kept = wire.clean_text("x" * 4_000_000 + str(ROOT), limit=10_000)
+    assert kept.endswith("... (cut)") and len(kept) < 10_100
+    assert searched and max(searched) <= 10_000 + wire._LONGEST_HOST
+    straddling = "y" * (10_000 - 5) + str(ROOT) + "/tests/hidden"  # a path across the cut is still replaced
+    assert str(ROOT) not in wire.clean_text(straddling, limit=10_000)

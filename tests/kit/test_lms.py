@@ -459,3 +459,15 @@ def test_a_file_the_grader_failed_on_gets_an_empty_cell_not_a_zero(tmp_path, sui
     notes = lms.write_lms_files(tmp_path, graded, maxima, roster, no_verdict=["alan@x.edu"])
     assert [row[-1] for row in read_csv(tmp_path / "moodle_grades.csv")[1][1:]] == ["90", ""]
     assert any("alan@x.edu: the grader failed on their file(s)" in note for note in notes), notes
+
+
+@pytest.mark.parametrize("marker", ["    Muted", "Manual Posting"])
+def test_a_canvas_exports_marker_row_is_no_student(tmp_path, marker):
+    """Blind gradebook review (round 5): an older Canvas export's `Muted` row (under the header, beside Points
+    Possible) was read as a student: "did not submit: Muted", and a phantom row in both LMS files."""
+    rows = [[*CANVAS_HEADER, "Attention exercises (4242)"],
+            ["    Points Possible", "", "", "", "", f"{TOTAL_POINTS:.2f}"],
+            [marker, "", "", "", "", marker.strip()]]
+    rows += [[p["name"], p["id"], p["sis"], p["login"], "Section A", ""] for p in class_of_30()[:3]]
+    roster = lms.read_roster(write_csv(tmp_path / "export.csv", rows))
+    assert [student.name for student in roster.students] == [p["name"] for p in class_of_30()[:3]]

@@ -244,7 +244,7 @@ def test_an_override_of_a_missing_step_or_out_of_range_points_names_the_steps(tm
         read_overrides(overrides_file(tmp_path / "o.csv", "a,masking,3,x", "b,maskin,3,y"))
     message = str(refused.value)
     assert "o.csv, line 3" in message and all(key in message for key in STEP_KEYS) and "did you mean masking" in message
-    for points in ("16", "-1", "nan", "inf"):
+    for points in ("16", "-1", "nan", "inf", "1_0", "1e1"):  # "1_0" was read as 10 (round 5)
         with pytest.raises(ValueError, match=r"o.csv, line 2: .* (outside 0..15|not a number)"):
             read_overrides(overrides_file(tmp_path / "o.csv", f"a,masking,{points},x"))
     with pytest.raises(ValueError, match=f"outside 0..{TOTAL_POINTS:g} for total"):
@@ -723,3 +723,45 @@ def test_a_regrade_finds_a_student_as_an_override_would(graded_class, tmp_path, 
     assert cli.main(["grade", str(folder), "--out", str(other), "--time-limit", "60"]) == 0
     assert cli.main(["regrade", unicodedata.normalize("NFD", "MÜLLER"), "--out", str(other)]) == 0
     capsys.readouterr()
+
+
+def test_a_regrade_from_a_newer_download_takes_its_late_mark(tmp_path, clean, stub):
+    """Blind gradebook review (round 5): the download at the class's path replaced by a newer one where ada's upload
+    is marked LATE; `regrade lovelaceada_5001` graded the new upload but kept the old `late=no`, exit 0."""
+    folder = tmp_path / "canvas"
+    folder.mkdir()
+    (folder / "lovelaceada_5001_9001_attention.py").write_text(clean, encoding="utf-8")
+    (folder / "turingalan_5002_9002_attention.py").write_text(clean, encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["grade", str(folder), "--out", str(out), "--time-limit", "60"]) == 0
+
+    def late(name):
+        return {row["submission"]: row for row in csv.DictReader((out / "grades.csv").open())}[name]["late"]
+
+    assert late("lovelaceada_5001") == "no"
+    (folder / "lovelaceada_5001_9001_attention.py").unlink()
+    (folder / "lovelaceada_LATE_5001_9101_attention.py").write_text(stub, encoding="utf-8")
+    assert cli.main(["regrade", "lovelaceada_5001", "--out", str(out), "--time-limit", "60"]) == 0
+    assert late("lovelaceada_5001") == "yes"
+
+
+def test_a_regrade_that_cannot_find_its_file_says_why(graded_class, tmp_path, capsys):
+    """Blind gradebook review (round 5): a class moved since said "s.zip does not exist; give a .py, .ipynb, a
+    folder of them or a .zip" (regrade takes no class path); a student who left the class was "not a submission
+    ... no name is close" beside their results/former file; a SUBMISSION that does not exist was "not a .py or
+    .ipynb file"."""
+    _, graded = graded_class
+    out = tmp_path / "out"
+    shutil.copytree(graded, out)
+    assert cli.main(["regrade", "carol", "--out", str(out), "--submission", str(tmp_path / "gone.py")]) == 2
+    assert "gone.py does not exist" in capsys.readouterr().err
+    (out / "results" / "former").mkdir(exist_ok=True)
+    shutil.copy(out / "results" / "carol.json", out / "results" / "former" / "zed.json")
+    assert cli.main(["regrade", "zed", "--out", str(out)]) == 2
+    assert "'zed' left the class" in capsys.readouterr().err
+    record = class_record.read_record(out)
+    record["source"] = str(tmp_path / "moved.zip")
+    class_record.write_record(out, record)
+    assert cli.main(["regrade", "carol", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "moved.zip (OUT/class.json), which is no longer there" in err and "SUBMISSION=<file>" in err, err

@@ -252,6 +252,15 @@ def test_merging_again_into_a_class_with_a_regrade_from_another_file_is_refused(
     assert "holds 1 regrade(s) from another file than the class's: d_other (from " in refused.stderr
     assert "Merge into a new OUT" in refused.stderr
     assert files() == before
+    # Blind gradebook review (round 5): a regrade's own limits were undone by merging again, exit 0
+    record["regrades"] = {}
+    record["regrade_limits"] = {"d_other": {"time_limit": 30.0}}
+    class_record.write_record(out, record)
+    before = files()
+    refused = grader_cli("merge", *runs["slices"], "--out", out)
+    assert refused.returncode == 2 and "a regrade gave limits of their own: d_other (time-limit 30.0)" in \
+        refused.stderr, refused.stderr
+    assert files() == before
 
 
 @pytest.mark.slow(reason='uses runs: a class graded whole, in slices and again through `python -m grader` and make')

@@ -160,3 +160,45 @@ def test_left_out_jobs_are_two_per_core_and_at_most_eight_on_a_gpu():
     assert parser.parse_args([]).jobs is None and parser.parse_args(["--jobs", "32"]).jobs == 32
     assert default_jobs("cpu") == DEFAULT_JOBS
     assert default_jobs("cuda") == default_jobs("cuda:1") == min(DEFAULT_JOBS, CUDA_JOBS) == min(DEFAULT_JOBS, 8)
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a machine with a GPU can grade on it")
+@pytest.mark.parametrize("command", ["grade", "regrade"])
+def test_a_device_this_torch_cannot_use_is_refused_before_grading(command, tmp_path):
+    """Blind gradebook review (round 5): `make grade DEVICE=cuda` with the kit's CPU build of torch graded every
+    correct submission 13.5 ("Torch not compiled with CUDA enabled", told as the student's own error), wrote that
+    into the Canvas file and exited 0; so did `cuda:1` on a one-GPU machine."""
+    out = tmp_path / "out"
+    if command == "regrade":
+        folder = tmp_path / "class"
+        folder.mkdir()
+        for name in ("alice", "bob"):
+            shutil.copy(ROOT / "solutions" / "attention.py", folder / f"{name}.py")
+        done = subprocess.run([sys.executable, "-m", "grader", "grade", str(folder), "--out", str(out)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        argv = ["regrade", "alice", "--out", str(out), "--device", "cuda"]
+    else:
+        argv = ["grade", str(ROOT / "solutions" / "attention.py"), "--out", str(out), "--device", "cuda"]
+    before = sorted(path.name for path in out.rglob("*")) if out.exists() else []
+    done = subprocess.run([sys.executable, "-m", "grader", *argv], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 2 and "DEVICE=cuda cannot be used here" in done.stderr, done.stderr[-2000:]
+    assert (sorted(path.name for path in out.rglob("*")) if out.exists() else []) == before
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_takes_paths_with_spaces_parentheses_and_quotes(tmp_path):
+    """Blind gradebook review (round 5): `SUBMISSION=".../submissions (1).zip"` (a browser's second download) gave
+    `/bin/sh: Syntax error: "(" unexpected`, and `OUT=".../my out"` "unrecognized arguments"."""
+    folder = tmp_path / "my class (1)"
+    folder.mkdir()
+    shutil.copy(ROOT / "solutions" / "attention.py", folder / "o'brien.py")
+    shutil.copy(ROOT / "solutions" / "attention.py", folder / "ada.py")
+    out = tmp_path / "my out (2)"
+    done = subprocess.run(["make", "-s", "-o", ".venv/.installed", "grade", f"SUBMISSION={folder}", f"OUT={out}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=shell_env())
+    assert done.returncode == 0 and (out / "grades.csv").is_file(), done.stderr[-2000:]
+    done = subprocess.run(["make", "-s", "-o", ".venv/.installed", "regrade", "STUDENT=o_brien", f"OUT={out}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=shell_env())
+    assert done.returncode == 0, done.stderr[-2000:]
