@@ -390,7 +390,7 @@ def test_keep_overrides_is_a_make_knob_of_grade_and_regrade(tmp_path):
     dry = subprocess.run(["make", "-n", "regrade", "STUDENT=bob", "SUBMISSION=fixed.py", "KEEP_OVERRIDES=1"],
                          cwd=project, capture_output=True, text=True, timeout=60, env=shell_env())
     assert dry.returncode == 0, dry.stderr
-    assert "--submission fixed.py" in dry.stdout and "--keep-overrides" in dry.stdout
+    assert "--submission 'fixed.py'" in dry.stdout and "--keep-overrides" in dry.stdout
     grade = subprocess.run(["make", "-n", "grade", "KEEP_OVERRIDES=1"], cwd=project, capture_output=True, text=True,
                            timeout=60, env=shell_env())
     assert "--keep-overrides" in grade.stdout
