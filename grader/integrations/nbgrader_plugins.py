@@ -96,7 +96,6 @@ class KitCollector(FileNameCollectorPlugin):
                 return path
         return None
 
-
     def same_notebook(self, one: tuple[str, str, tuple[int, int]], other: tuple[str, str, tuple[int, int]]) -> bool:
         """Whether two files are the same student's, collected under one name."""
         return one[0] == other[0] and (bool(self.notebook) or one[1] == other[1])

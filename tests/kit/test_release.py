@@ -259,7 +259,9 @@ def test_check_in_a_cell_names_the_line_of_the_cell(monkeypatch):
 
 ENGINE = ("grader/sandbox/", "grader/cohort/", "grader/integrations/", "grader/feedback/", "grader/judging/",
           "grader/build/", "grader/faults/", "grader/cli.py", "grader/__main__.py")
-SHIPPED_GRADER = {"grader/__init__.py", "grader/chapter.py", "grader/paths.py", "grader/text.py", "grader/release.json"}
+# (errors.py: the checks' loader names a test file that cannot be imported with its UsageError)
+SHIPPED_GRADER = {"grader/__init__.py", "grader/chapter.py", "grader/paths.py", "grader/text.py", "grader/errors.py",
+                  "grader/release.json"}
 
 
 def test_release_holds_the_checker_alone(dist):
