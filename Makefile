@@ -174,7 +174,10 @@ check: $(VENV)/.installed
 	SUBMISSION=$(or $(SUBMISSION),exercises/attention.py) PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PY) -m pytest tests/public -q $(if $(STEP),-m $(STEP))
 
 # Removes OUT only when it is what `make grade` writes (OUT=~ by mistake must not cost a home folder).
+# An nbgrader course (its own export writes a grades.csv) or a publish folder is never a grading OUT.
 clean:
-	@if [ -e "$(OUT)" ] && ! [ -e "$(OUT)/grades.csv" -o -d "$(OUT)/results" -o -e "$(OUT)/.grading.lock" ]; then \
-		echo "make clean: $(OUT) holds no grades.csv or results/, so it is not a grading OUT; nothing removed" >&2; exit 2; fi
-	rm -rf -- "$(OUT)" .pytest_cache
+	@if [ -e $(call quote,$(OUT)) ] && ! [ -e $(call quote,$(OUT))/class.json -o -d $(call quote,$(OUT))/results -o -e $(call quote,$(OUT))/results.json -o -e $(call quote,$(OUT))/.grading.lock ]; then \
+		echo "make clean: $(OUT) holds no class.json, results/ or results.json, so it is not a grading OUT; nothing removed" >&2; exit 2; fi
+	@if [ -e $(call quote,$(OUT))/nbgrader_config.py -o -e $(call quote,$(OUT))/gradebook.db -o -e $(call quote,$(OUT))/student.zip ]; then \
+		echo "make clean: $(OUT) holds an nbgrader course or a publish folder (nbgrader_config.py, gradebook.db or student.zip); nothing removed" >&2; exit 2; fi
+	rm -rf -- $(call quote,$(OUT)) .pytest_cache

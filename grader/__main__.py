@@ -2,8 +2,14 @@ import atexit
 import os
 import sys
 
-from grader import stopping
-from grader.cli import main
+# One OpenMP and MKL thread, set before torch loads them: judges are forked from this process, and a fork after a
+# parallel region leaves the child's OpenMP team waiting for threads that are not there (a judge spun at 100 % in
+# a matmul for 30 minutes in a loaded CI run). Every judge and worker runs torch on one thread anyway.
+for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+from grader import stopping  # noqa: E402 - after the threads are set
+from grader.cli import main  # noqa: E402
 
 
 def exit_quickly(code):

@@ -44,6 +44,16 @@ def html(text: object) -> str:
     return _html.escape(str(text), quote=True)
 
 
+class Verbatim(str):
+    """An identifier an LMS import matches its students by, written as the LMS's export gave it where it is a plain
+    id (`@00123456`, a Banner id; `+4477`): an apostrophe before it made the import match nobody. A plain id calls
+    no function, so a spreadsheet cannot run it; one that could (`=...`, parentheses, pipes, quotes, spaces) is
+    guarded like any other cell."""
+
+
+PLAIN_ID = re.compile(r"[@+\-]?[\w.@\-]*")
+
+
 def csv_cell(value: T) -> T | str:
     """A cell for a CSV that people open in spreadsheets: text that would start a formula is neutralised.
 
@@ -51,7 +61,7 @@ def csv_cell(value: T) -> T | str:
     other text starting with =, +, -, @, tab or CR gets a leading apostrophe, which spreadsheets show as text."""
     if value is None:
         return ""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or (isinstance(value, Verbatim) and PLAIN_ID.fullmatch(value)):
         return value
     if value.startswith(FORMULA_START) and not NUMBER.fullmatch(value) and value != "-":  # a lone dash: "none"
         return "'" + value

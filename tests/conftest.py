@@ -8,10 +8,15 @@ also marked with its step, so `pytest -m masking` runs one step.
 import gc
 import os
 
-import pytest
+# As `python -m grader` sets them (grader/__main__.py), before torch loads OpenMP: tests fork judges from the
+# pytest process, and a fork after a parallel region left a judge spinning in a matmul (a loaded CI run).
+for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
-from grader.chapter import STEP_KEYS
-from grader.check.student import in_process
+import pytest  # noqa: E402
+
+from grader.chapter import STEP_KEYS  # noqa: E402
+from grader.check.student import in_process  # noqa: E402
 
 # Everything imported so far (torch above all) lives as long as the run: out of the collector's
 # sight, the collections pytest runs when it finishes take milliseconds instead of half a second.

@@ -29,6 +29,9 @@ MAX_ITEMS = 100_000
 MAX_TENSORS = 4096
 MAX_DEPTH = 32
 MAX_TEXT = 10_000
+# Characters of text in one answer, all its strings together: many strings just under MAX_TEXT each cost the judge
+# 86 times its worker's CPU in the host-name search (a red team, 440 strings of 9,000 characters per answer)
+MAX_ANSWER_TEXT = 64_000
 MAX_INT_BITS = 256
 _INT_BOUND = 1 << MAX_INT_BITS
 
@@ -162,22 +165,25 @@ class _Budget:
     """What one answer may still hold: bytes, items and tensors; `error` is raised when one runs out."""
 
     def __init__(self, error=None):
-        self.bytes, self.items, self.tensors = MAX_ANSWER_BYTES, MAX_ITEMS, MAX_TENSORS
+        self.bytes, self.items, self.tensors, self.text = MAX_ANSWER_BYTES, MAX_ITEMS, MAX_TENSORS, MAX_ANSWER_TEXT
         self.error = error or _too_big
 
-    def spend(self, size, what, items=0, tensors=0):
-        """Take `size` bytes, `items` and `tensors` from what is left. `what` names the value in the error: a
-        string, or a function that writes it (formatted only then: this runs for every value of a message)."""
+    def spend(self, size, what, items=0, tensors=0, text=0):
+        """Take `size` bytes, `items`, `tensors` and `text` characters from what is left. `what` names the value in
+        the error: a string, or a function that writes it (formatted only then: this runs for every value of a
+        message)."""
         self.bytes -= size
         self.items -= items
         self.tensors -= tensors
-        if self.bytes < 0 or self.items < 0 or self.tensors < 0:
+        self.text -= text
+        if self.bytes < 0 or self.items < 0 or self.tensors < 0 or self.text < 0:
             raise self.error(what() if callable(what) else what)
 
 
 def _too_big(what):
     return Unsendable(f"{what}, more than any answer here needs (at most {MAX_ANSWER_BYTES >> 20} MB, "
-                      f"{MAX_ITEMS} values and {MAX_TENSORS} tensors); is a shape or a loop much larger than intended?")
+                      f"{MAX_ITEMS} values, {MAX_TENSORS} tensors and {MAX_ANSWER_TEXT} characters of text); is a "
+                      "shape or a loop much larger than intended?")
 
 
 def _over_budget(what):
@@ -315,6 +321,7 @@ def decode(data, device=None, _depth=0, _budget=None):
         budget.spend(0, "too many values", items=len(data))
         return [decode(item, device, _depth + 1, budget) for item in data]
     if isinstance(data, str):
+        budget.spend(0, "more text than an answer holds", text=len(data))
         return clean_text(data, MAX_TEXT)
     if not isinstance(data, dict):
         return data

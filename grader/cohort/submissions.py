@@ -108,14 +108,18 @@ def _named_apart(entries, problems):
 
     `alice.py` and `alice.ipynb` become `alice.py` and `alice.ipynb`; two folders
     that normalise to the same safe name (`alice smith/`, `alice_smith/`) become
-    `alice_smith` and `alice_smith-2`, in the order they were found. Names are
-    compared without case: `Alice` and `alice` would be one results file where the
-    file system folds case (macOS, Windows)."""
+    `alice_smith` and `alice_smith-2`: the plain name goes to the one spelt so already (a
+    newcomer `alice smith/` that sorts first must not take `alice_smith`'s grade row, page and
+    overrides), then in the order they were found. Names are compared without case: `Alice`
+    and `alice` would be one results file where the file system folds case (macOS, Windows)."""
     groups: dict[str, list[str]] = {}
     for name, path in entries:
         groups.setdefault(name.casefold(), []).append(path.suffix)
-    seen, named = set(), []
-    for name, path in entries:
+    seen, given = set(), {}
+    spelt_so = sorted(range(len(entries)), key=lambda index: entries[index][0] not in (
+        entries[index][1].stem, entries[index][1].parent.name))
+    for index in spelt_so:
+        name, path = entries[index]
         unique, group = name, groups[name.casefold()]
         if len(group) > 1:
             if group.count(path.suffix) == 1:
@@ -128,8 +132,8 @@ def _named_apart(entries, problems):
                                          if other_name.casefold() == name.casefold() and other != path])
                 problems.append(f"{path}: another submission is also named {name!r}; graded as {unique!r}{spelt}")
         seen.add(unique.casefold())
-        named.append((unique, path))
-    return named
+        given[index] = unique
+    return [(given[index], path) for index, (_, path) in enumerate(entries)]
 
 
 # --- whose file is it: the structure of a class folder ------------------------------------------------------------

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from grader.outfiles import write_atomic
-from grader.text import clean, csv_row, safe_name
+from grader.text import Verbatim, clean, csv_row, safe_name
 
 ASSIGNMENT_TITLE = "Attention exercises"  # a new Canvas/Moodle column when the roster names none
 CANVAS_ASSIGNMENT = re.compile(r"^(?P<title>.+?)\s*\((?P<id>\d+)\)$")
@@ -545,7 +545,8 @@ def canvas_csv(roster: Roster, chosen: Mapping[int, Graded], points_possible: fl
             ["Points Possible", "", "", "", "", f"{points_possible:g}"]]
     for position, student in enumerate(roster.students):
         cell = "EX" if excused(roster, student) else _score(chosen.get(position), scores, scale)
-        rows.append([student.name, student.canvas_id, student.sis_user_id, student.sis_login_id, student.section, cell])
+        rows.append([student.name, *map(Verbatim, (student.canvas_id, student.sis_user_id, student.sis_login_id)),
+                     student.section, cell])
     return _csv(rows)
 
 
@@ -577,7 +578,7 @@ def moodle_csv(roster: Roster, chosen: Mapping[int, Graded], scores: Mapping[str
     rows = [["Full name", *(title for _, title in present), roster.moodle_column]]
     for position, student in enumerate(roster.students):
         cell = _score(chosen.get(position), scores, scales.get(position, 1.0))
-        rows.append([student.name, *(getattr(student, key) for key, _ in present),
+        rows.append([student.name, *(Verbatim(getattr(student, key)) for key, _ in present),
                      cell if position in chosen else held.get(position, cell)])
     return _csv(rows)
 

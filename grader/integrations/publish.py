@@ -23,6 +23,7 @@ A refusal changes nothing and says what would have changed.
 import hashlib
 import importlib
 import json
+import logging
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,6 +39,7 @@ MANIFEST = ".kit-publish.json"
 # The trees each part owns outright, rebuilt on every publish (relative to dist, '/' ends a folder): what
 # the part's build writes at the top of dist, plus these (older layouts' names, so their leftovers go);
 # the nbgrader course is shared with the instructor, so only these subtrees of it are the kit's.
+log = logging.getLogger(__name__)
 OWNED = {"student": ("student/", "student.zip", "solutions/"), "otter": ("otter/",), "gradescope": ("gradescope/",),
          "nbgrader": ("nbgrader/source/attention/", "nbgrader/release/attention/", "nbgrader/kit_hidden_tests/",
                       "nbgrader/kit_csv_export.py", "nbgrader/kit_nbgrader.py")}
@@ -60,6 +62,7 @@ class Plan:
     write: dict[str, Path] = field(default_factory=dict)  # relative path -> staged file, to install
     remove: list[str] = field(default_factory=list)  # relative paths of stale generated files
     refusals: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # files in the kit's folders that no make publish wrote: left
     course: str = ""  # nbgrader: "install", "keep" or "regenerate" the gradebook (see plan_course)
 
 
@@ -95,6 +98,8 @@ def publish(dist: str | Path, parts: Sequence[str] = PARTS, course_id: str | Non
         if plan.refusals:
             raise PublishRefused(plan.refusals + ["nothing was changed"])
         written = install(dist, plan)
+        for relative in plan.kept:
+            log.info(f"kept {dist / relative}: no make publish wrote it (the kit never removes such a file)")
         if "nbgrader" in parts:
             from grader.integrations.nbgrader import finish_course
 
@@ -161,7 +166,10 @@ def plan_install(dist: Path, staging: Path, parts: Sequence[str], manifest: Mapp
         if not path.is_file() or relative in built or "__pycache__" in path.parts or relative == GRADEBOOK:
             continue
         recorded_here = (relative in recorded and under(relative, parts, TOPS) and recorded[relative] == digest(path))
-        if under(relative, parts, roots) or recorded_here:
+        yours = [part for part in parts if part != "nbgrader"]  # nbgrader's generated folders are wholly the kit's
+        if under(relative, yours, roots) and relative not in recorded:  # your own file beside the kit's: kept
+            plan.kept.append(relative)
+        elif under(relative, parts, roots) or recorded_here:
             plan.remove.append(relative)
     if "nbgrader" in parts:
         from grader.integrations.nbgrader import plan_course

@@ -166,3 +166,13 @@ def test_a_huge_string_is_cut_before_any_search_of_it(monkeypatch):
     assert searched and max(searched) <= 10_000 + wire._LONGEST_HOST
     straddling = "y" * (10_000 - 5) + str(ROOT) + "/tests/hidden"  # a path across the cut is still replaced
     assert str(ROOT) not in wire.clean_text(straddling, limit=10_000)
+
+
+def test_many_strings_just_under_the_cut_are_refused_as_one_answer():
+    """A red team (round 3): 440 strings of 9,000 characters per answer, each under the cut, still cost the judge
+    86 times its worker's CPU. An answer's strings together are bounded (MAX_ANSWER_TEXT characters)."""
+    from grader.check import wire
+
+    assert wire.decode(["ab/c" * 2000] * 5) == ["ab/c" * 2000] * 5  # an honest answer with text passes
+    with pytest.raises((ValueError, wire.Unsendable), match="more text than an answer holds"):
+        wire.decode(["ab/c" * 2250] * 440)

