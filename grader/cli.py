@@ -26,6 +26,7 @@ from pathlib import Path
 from grader import stopping
 from grader.cohort import class_record, tables
 from grader.cohort.bulk import grade_class, suite_digest
+from grader.cohort.overrides import OverrideError, closest, read_overrides, resolve, source_digest
 from grader.cohort.shards import MANIFEST, parse_shard, read_shards, shard, shard_from_environment, write_slice
 from grader.cohort.submissions import collect
 from grader.errors import UsageError
@@ -328,8 +329,6 @@ def write_class_files(out, graded, maxima, record, sources=None):
             record["unmatched"] = lms.unmatched(roster, [result.name for result in graded], record.get("origins"))
         except lms.RosterError as error:
             refused = error
-    from grader.cohort.overrides import OverrideError
-
     try:  # (check_class_inputs found these before grading: a safety net, before anything is written)
         record["final"], override_notes = class_record.finals(graded, record)
     except OverrideError as error:
@@ -398,8 +397,6 @@ def check_class_inputs(record, names):
     """Before any grading: the roster (new or recorded) must find the class's submissions (`names`) and
     every override a submission of the class (UsageError naming the rows and lines)."""
     from types import SimpleNamespace as Named  # what matching reads of a result, before there are results
-
-    from grader.cohort.overrides import OverrideError, resolve
 
     students = None
     if record.get("roster"):
@@ -568,8 +565,6 @@ def with_roster_and_overrides(record, args):
 
 def class_file_digest(record, name):
     """The digest of the file the class's own source holds for `name` now (None: none, or the source is gone)."""
-    from grader.cohort.overrides import source_digest
-
     try:
         collected = collect(record["source"], record.get("zip_encoding"))
     except (UsageError, KeyError, OSError):
@@ -585,8 +580,6 @@ def changed_since_regrade(record, submissions):
     """[(name, the class's file, the other file)] of students regraded from another file whose class file is
     neither the one the class held then (class.json `regrade_basis`) nor the other file itself: a resubmission in
     a new download, which only the instructor can weigh against the file they regraded from."""
-    from grader.cohort.overrides import source_digest
-
     regrades, basis = record.get("regrades") or {}, record.get("regrade_basis") or {}
     changed = []
     for name, path in submissions:
@@ -617,8 +610,6 @@ def regrade_files_moved(record, names):
     """[(name, file, "has changed" or "is gone")] for the students of `names` regraded from another file whose
     bytes are not those regraded (class.json `regrade_files`; an OUT of an older kit recorded no digest, and only
     a file gone is seen). A download folder reused for the next student's fix is the usual way there."""
-    from grader.cohort.overrides import source_digest
-
     regrades, digests = record.get("regrades") or {}, record.get("regrade_files") or {}
     moved = []
     for name in names:
@@ -635,8 +626,6 @@ def regrade_files_moved(record, names):
 def regraded_files(submissions, record, keep=False):
     """A student regraded from another file (`regrade STUDENT=... SUBMISSION=file`) stays graded from it; kept
     over a file the class holds now for them (`keep`), that file is recorded as the one the regrade stands over."""
-    from grader.cohort.overrides import source_digest
-
     for name, path, _ in changed_since_regrade(record, submissions) if keep else ():
         record.setdefault("regrade_basis", {})[name] = source_digest(path)
     regrades = record.get("regrades") or {}
@@ -661,8 +650,6 @@ def kept_overrides(name, applying, path, basis, args, command="regrade"):
     longer be right, so that run is refused (exit 2, before grading) unless the instructor keeps them
     (--keep-overrides) or gives an overrides file without them. With no digest recorded (an OUT of an
     older kit), a regrade from SUBMISSION=... counts as other bytes."""
-    from grader.cohort.overrides import source_digest
-
     if not applying:
         return "", None
     digest = source_digest(path)
@@ -707,8 +694,6 @@ def regrade_command(args):
             raise UsageError(f"{args.student!r} left the class: their file was not in its latest grade, and their last "
                              f"result is in {former}. Put their file back in the class and grade the class again "
                              f"({regrade_hint(out)})")
-        from grader.cohort.overrides import closest
-
         raise UsageError(f"{args.student!r} " + ("names more than one student of the roster: give the submission's "
                          "name as in" if shared else "is not a submission of") + f" {out} (see its grades.csv"
                          + ("" if shared else f"; {closest(args.student, names, aliases)}") + ")")
@@ -740,8 +725,6 @@ def regrade_command(args):
             if not path.is_file() or path.suffix not in (".py", ".ipynb"):
                 raise UsageError(f"{path} is not a .py or .ipynb file")
             record.setdefault("regrades", {})[name] = str(path.resolve())
-            from grader.cohort.overrides import source_digest
-
             record.setdefault("regrade_files", {})[name] = source_digest(path)  # a later grade checks it is the same
             own = class_file_digest(record, name)  # a later grade asks first if the class holds another file then
             record.setdefault("regrade_basis", {})[name] = own
@@ -1149,8 +1132,6 @@ def add_grading_options(parser):
 
 def overrides_argument(text):
     """--overrides: read and checked before any grading (an empty file clears the OUT's overrides)."""
-    from grader.cohort.overrides import read_overrides
-
     try:
         return read_overrides(text)
     except (OSError, ValueError, UnicodeDecodeError) as error:

@@ -146,7 +146,7 @@ def roster_text(path: str | Path) -> str:
     try:
         return raw.decode("utf-16" if utf16 else "utf-8-sig")
     except UnicodeDecodeError as error:
-        line = raw[:error.start].count(b"\n" if not utf16 else "\n".encode("utf-16-le")) + 1
+        line = raw[:error.start].decode("utf-16" if utf16 else "utf-8", "replace").count("\n") + 1
         raise ValueError(f"it is not {'UTF-16' if utf16 else 'UTF-8'} text (line {line} holds bytes that cannot be "
                          f"read, from byte offset {error.start}: a file saved as Latin-1 or cp1252 does that): save it "
                          "as CSV UTF-8 (Excel: Save As > CSV UTF-8) and give it again") from None

@@ -161,12 +161,12 @@ def plan_install(dist: Path, staging: Path, parts: Sequence[str], manifest: Mapp
                                  if relative.endswith("nbgrader_config.py") else
                                  f"{relative}: not written by make publish, and the new build has one")
     built = set(plan.staged)
+    yours = [part for part in parts if part != "nbgrader"]  # where your own files may sit: nbgrader's are the kit's
     for path in sorted(dist.rglob("*")) if dist.is_dir() else []:
         relative = path.relative_to(dist).as_posix()
         if not path.is_file() or relative in built or "__pycache__" in path.parts or relative == GRADEBOOK:
             continue
         recorded_here = (relative in recorded and under(relative, parts, TOPS) and recorded[relative] == digest(path))
-        yours = [part for part in parts if part != "nbgrader"]  # nbgrader's generated folders are wholly the kit's
         if under(relative, yours, roots) and relative not in recorded:  # your own file beside the kit's: kept
             plan.kept.append(relative)
         elif under(relative, parts, roots) or recorded_here:
