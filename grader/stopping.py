@@ -11,6 +11,7 @@ The flag is process-wide by nature (a signal is delivered to a process, not to a
 inherits the handlers and keeps a flag of its own.
 """
 
+import contextlib
 import os
 import signal
 import sys
@@ -105,6 +106,22 @@ def hold():
     workers and fork servers) a stop is kept, never raised. Raised inside an exit handler it was a traceback
     Python ignores, and the run exited 0 as if nothing had come."""
     _Received.holding = True
+
+
+@contextlib.contextmanager
+def signals_held():
+    """The stop signals held (blocked) for a short stretch that must not be cut: a fork and the parent's note of
+    its child. A stop raised inside os.fork's hooks (logging's _releaseLock runs there in the parent) printed a
+    traceback Python ignores and could leave logging's lock taken; held, it arrives when the stretch ends, where
+    the command's code meets it. In a forked child the mask is put back too, and nothing is pending there."""
+    if not hasattr(signal, "pthread_sigmask"):  # (no such call off POSIX, where nothing forks either)
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def late_exit(code):

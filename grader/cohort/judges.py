@@ -47,7 +47,10 @@ def graded_in_judges(items, grade, judges, threads):
     channels = {}
     for _ in range(1, judges):  # every fork before this process starts a thread
         reader, writer = connection.Pipe(duplex=False)
-        pid = os.fork()
+        with stopping.signals_held():  # a stop comes after the fork, with its judge known (see stopping)
+            pid = os.fork()
+            if pid:
+                channels[reader] = pid
         if pid == 0:  # the judge: never returns into the caller's code
             code = 1
             try:
@@ -59,7 +62,6 @@ def graded_in_judges(items, grade, judges, threads):
             finally:
                 os._exit(code)
         writer.close()
-        channels[reader] = pid
     finished = _Inbox()  # (name, results.json dict), or None when a source is done
     stop = threading.Event()
 
