@@ -230,6 +230,16 @@ def graded_first(paths: list[Path], top: Path) -> list[Path]:
                                            str(path)))
 
 
+def graded_first_note(paths: list[Path], top: Path) -> str | None:
+    """What `make grade` tells about one student's several code files (`graded X (why), not Y`), for the
+    Gradescope autograder, which grades one file of an upload as `graded_first` picks it; None for one file."""
+    ranked = graded_first(paths, top)
+    if len(ranked) < 2:
+        return None
+    return _graded_note("your submission", [(clean(str(path.relative_to(top))), _rank(path.name, path=path))
+                                            for path in ranked])
+
+
 def _code_text(path):
     """A file's code, as the loader splits it (a notebook's code cells), each line's end spaces left out."""
     return "\n".join(line.rstrip() for chunk in read_chunks(path) for line in chunk.source.splitlines())

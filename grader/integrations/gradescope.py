@@ -71,18 +71,21 @@ chmod -R go-rwx "$ROOT/source/tests" 2>/dev/null || true
 # The student's file: anywhere under submission/ (Gradescope keeps uploaded folders), chosen as `make grade`
 # chooses among one student's files (grader.cohort.submissions.graded_first: never a file as handed out while
 # another is there, then the exercise's name, a .py before a notebook, the shallowest). None: a zero with a reason.
-SUBMISSION=$("$PYTHON" - "$ROOT/submission" "$RESULTS" "$ROOT/source" <<'PICK'
+# Several: the others are named to the student (NOTE), as `make grade` names them to the instructor.
+NOTE=$(mktemp)
+SUBMISSION=$("$PYTHON" - "$ROOT/submission" "$RESULTS" "$ROOT/source" "$NOTE" <<'PICK'
 import json, sys
 from pathlib import Path
 
 folder, results = Path(sys.argv[1]), Path(sys.argv[2])
 sys.path.insert(0, sys.argv[3])
-from grader.cohort.submissions import graded_first
+from grader.cohort.submissions import graded_first, graded_first_note
 
 files = [p for p in folder.rglob("*") if p.is_file() and p.suffix in (".py", ".ipynb") and not p.is_symlink()
          and not any(part.startswith((".", "__")) for part in p.relative_to(folder).parts)]
 if files:
     print(graded_first(files, folder)[0])
+    Path(sys.argv[4]).write_text(graded_first_note(files, folder) or "", encoding="utf-8")
 else:
     found = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     message = ("No .py or .ipynb file was found in your submission"
@@ -92,6 +95,7 @@ else:
 PICK
 )
 if [ -z "$SUBMISSION" ]; then  # no code (a zero with a reason, written above), or the picker itself failed
+    rm -f "$NOTE"
     [ -s "$RESULTS" ] && exit 0
     echo '{{"score": 0, "output": "The autograder failed before grading; please tell your instructor.", "tests": []}}' \
         > "$RESULTS"
@@ -107,7 +111,21 @@ rm -rf "$WORK"
 if [ ! -s "$RESULTS" ]; then
     echo '{{"score": 0, "output": "The autograder failed before grading; please tell your instructor.", "tests": []}}' \\
         > "$RESULTS"
+elif [ -s "$NOTE" ]; then
+    "$PYTHON" - "$RESULTS" "$NOTE" "$ROOT/source" <<'TOLD' || STATUS=1
+import json, sys
+from pathlib import Path
+
+results, note = Path(sys.argv[1]), Path(sys.argv[2]).read_text(encoding="utf-8")
+sys.path.insert(0, sys.argv[3])
+from grader.feedback.page import md
+
+data = json.loads(results.read_text(encoding="utf-8"))
+data["output"] = f"**Note:** {{md(note)}}.\\n\\n" + (data.get("output") or "")
+results.write_text(json.dumps(data), encoding="utf-8")
+TOLD
 fi
+rm -f "$NOTE"
 exit $STATUS
 """
 

@@ -120,6 +120,12 @@ def test_a_file_as_handed_out_is_never_graded_over_the_work(case, autograder_zip
              "checker_beside_work": {"my_attention.py": clean, "check.py": (release / "check.py").read_text()}}[case]
     results, _ = run_autograder(autograder_zip, tmp_path / "autograder", files)
     assert results["score"] == TOTAL_POINTS, [t["output"] for t in results["tests"] if t["score"] < t["max_score"]]
+    # the student is told which file was graded and which was not, as `make grade` tells the instructor
+    graded, other = {"starter_beside_notebook": ("attention.ipynb", "attention.py"),
+                     "checker_beside_work": ("my\\_attention.py", "check.py")}[case]
+    assert results["output"].startswith(f"**Note:** your submission: several code files; graded {graded} ("), \
+        results["output"][:300]
+    assert f", not {other}." in results["output"].split("\n")[0], results["output"][:300]
 
 
 def test_an_autograder_that_cannot_start_says_so_and_fails(autograder_zip, tmp_path):
