@@ -108,6 +108,7 @@ def grade_command(args):
             raise UsageError(f"{out} holds a graded class; grade this file into another OUT, or regrade a student "
                              f"of that class: make regrade STUDENT=<name> SUBMISSION={args.path} OUT={out}")
         if not single:
+            refuse_mixed_slices(out, slice_of_class)
             finished_note(out, finish_pending(out, maxima, grading_follows=True))  # a regrade stopped midway
         record = class_record.read_record(out) if not single else {}
         if not single:
@@ -466,6 +467,26 @@ def sandbox_check(args):
     workers.require_sandbox = args.require_sandbox
     workers.preseal(True)
     return found
+
+
+def refuse_mixed_slices(out, slice_of_class):
+    """A class OUT and a slice's OUT are never graded into as the other: a whole class graded over a slice kept its
+    shard.json (merge took it for a slice again, then called it stale round and round), and two slices in one OUT
+    would be merged as one."""
+    try:
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8")) if (out / MANIFEST).is_file() else None
+    except (OSError, ValueError):
+        manifest = {}
+    held = f"{manifest.get('shard', '?')}/{manifest.get('of', '?')}" if isinstance(manifest, dict) else "?"
+    if manifest is not None and not slice_of_class:
+        raise UsageError(f"{out} holds slice {held} of a class graded in parts (its {MANIFEST}): grade the whole class "
+                         f"into another OUT, or this slice again with SHARD={held} and then make merge (docs/cluster.md)")
+    if manifest and held != "{}/{}".format(*slice_of_class):
+        raise UsageError(f"{out} holds slice {held} of the class: grade slice {slice_of_class[0]}/{slice_of_class[1]} "
+                         f"into an OUT of its own, then make merge (docs/cluster.md)")
+    if manifest is None and slice_of_class and class_record.read_record(out).get("final"):
+        raise UsageError(f"{out} holds a graded class: grade slice {slice_of_class[0]}/{slice_of_class[1]} into an OUT "
+                         f"of its own, then make merge (docs/cluster.md)")
 
 
 def scheduler_shard():

@@ -298,3 +298,20 @@ def test_a_report_of_one_slice_is_refused(runs, grader_cli):
     refused = grader_cli("report", "--out", runs["slices"][0])
     assert refused.returncode == 2 and "holds one slice of a class graded in parts" in refused.stderr, refused.stderr
     assert "make merge" in refused.stderr
+
+
+@pytest.mark.slow(reason='uses runs: a class graded whole, in slices and again through `python -m grader` and make')
+def test_a_slice_s_out_and_a_class_s_out_are_never_graded_into_as_the_other(runs, grader_cli):
+    """Blind gradebook review (round 5): the whole class graded into a slice's OUT kept its shard.json; merge took
+    it for a slice again, and after a regrade called one slice or the other stale, round and round."""
+    folder, slices, whole = runs["folder"], runs["slices"], runs["root"] / "whole"
+    before = {path: path.read_bytes() for out in (*slices, whole) for path in out.rglob("*")
+              if path.is_file() and path.name != ".grading.lock"}
+    as_class = grader_cli("grade", folder, "--out", slices[0])
+    assert as_class.returncode == 2 and "holds slice 1/2 of a class graded in parts" in as_class.stderr, \
+        as_class.stderr
+    other_slice = grader_cli("grade", folder, "--out", slices[0], "--shard", "2/2")
+    assert other_slice.returncode == 2 and "holds slice 1/2 of the class" in other_slice.stderr, other_slice.stderr
+    into_class = grader_cli("grade", folder, "--out", whole, "--shard", "1/2")
+    assert into_class.returncode == 2 and "holds a graded class" in into_class.stderr, into_class.stderr
+    assert {path: path.read_bytes() for path in before} == before, "a refused run changed an OUT"
