@@ -479,8 +479,9 @@ def refuse_mixed_slices(out, slice_of_class):
         manifest = {}
     held = f"{manifest.get('shard', '?')}/{manifest.get('of', '?')}" if isinstance(manifest, dict) else "?"
     if manifest is not None and not slice_of_class:
-        raise UsageError(f"{out} holds slice {held} of a class graded in parts (its {MANIFEST}): grade the whole class "
-                         f"into another OUT, or this slice again with SHARD={held} and then make merge (docs/cluster.md)")
+        raise UsageError(f"{out} holds slice {held} of a class graded in parts (its {MANIFEST}): grade the whole "
+                         f"class into another OUT, or this slice again with SHARD={held}, then make merge "
+                         "(docs/cluster.md)")
     if manifest and held != "{}/{}".format(*slice_of_class):
         raise UsageError(f"{out} holds slice {held} of the class: grade slice {slice_of_class[0]}/{slice_of_class[1]} "
                          f"into an OUT of its own, then make merge (docs/cluster.md)")
