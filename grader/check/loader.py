@@ -23,6 +23,7 @@ import linecache
 import os
 import re
 import stat
+import sys
 import tokenize
 import types
 from dataclasses import dataclass, field
@@ -718,6 +719,26 @@ def load_definitions(path, module_name="attention", chunks=None):
     for chunk in chunks:  # tracebacks show the student's own lines
         text = chunk.original if chunk.original is not None else chunk.source
         linecache.cache[chunk.filename] = (len(text), None, text.splitlines(True), chunk.filename)
+    # As `import` does, the module is in sys.modules while its statements run: a dataclass whose annotations are
+    # strings (`from __future__ import annotations`) looks its module up there, and failed without it.
+    before = sys.modules.get(module_name)
+    sys.modules[module_name] = module
+    try:
+        _run_definitions(parsed, module, local_names, needed, flags, problems)
+    finally:
+        if before is None:
+            sys.modules.pop(module_name, None)
+        else:
+            sys.modules[module_name] = before
+    problems += skipped
+    if len(problems) > MAX_PROBLEMS:
+        problems[MAX_PROBLEMS:] = [f"... and {len(problems) - MAX_PROBLEMS} more problems like these."]
+    return Loaded(module, problems, skipped)
+
+
+def _run_definitions(parsed, module, local_names, needed, flags, problems):
+    """Run each definition of `parsed` [(chunk, tree)] in `module`; a statement that raises is skipped, said in
+    `problems`."""
     for chunk, tree in parsed:
         for node in tree.body:
             if isinstance(node, ast.Pass) or not _is_definition(node, local_names, needed):
@@ -733,7 +754,3 @@ def load_definitions(path, module_name="attention", chunks=None):
                     f"{chunk.filename}, line {node.lineno}: loading this statement raised "
                     f"{_describe(error)}. It was skipped."
                 )
-    problems += skipped
-    if len(problems) > MAX_PROBLEMS:
-        problems[MAX_PROBLEMS:] = [f"... and {len(problems) - MAX_PROBLEMS} more problems like these."]
-    return Loaded(module, problems, skipped)

@@ -78,11 +78,20 @@ FLOAT_DROPOUT = (("        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)\
                   "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)\n        self.dropout = dropout\n"),
                  (DROPOUT_ALWAYS[0], "        attn_weights = torch.nn.functional.dropout(attn_weights, self.dropout)\n"
                   "        return attn_weights @ values\n"))
+# A blind student's correct file (2026-11-28, round 2): a dataclass under `from __future__ import annotations` lost
+# causal_attention's 20 points. Its string annotations are resolved through sys.modules, where the loader had not put
+# the module; the class was skipped with "'NoneType' object has no attribute '__dict__'".
+FUTURE_DATACLASS = (("import math\n", "from __future__ import annotations\n\nimport math\nfrom dataclasses import dataclass\n"),
+                    ("class CausalAttention(nn.Module):\n",
+                     "@dataclass\nclass HeadShape:\n    d_in: int\n    d_out: int\n\n\nclass CausalAttention(nn.Module):\n"),
+                    ("        self.d_out = d_out\n        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n",
+                     "        shape = HeadShape(d_in, d_out)\n        self.d_out = shape.d_out\n"
+                     "        self.W_query = nn.Linear(shape.d_in, shape.d_out, bias=qkv_bias)\n"))
 CASES = {"keys_first": KEYS_FIRST, "dropout_always": DROPOUT_ALWAYS, "returns_weights": RETURNS_WEIGHTS,
          "naive_scaled": NAIVE_SCALED, "naive_causal": NAIVE_CAUSAL, "bias_ignored": BIAS_IGNORED,
          "naive_module": NAIVE_MODULE, "naive_heads": NAIVE_HEADS, "heads_first": HEADS_FIRST,
          "renorm": RENORM, "float_mask": FLOAT_MASK,
-         "swapped": SWAPPED, "strided": STRIDED, "float_dropout": FLOAT_DROPOUT}
+         "swapped": SWAPPED, "strided": STRIDED, "float_dropout": FLOAT_DROPOUT, "future_dataclass": FUTURE_DATACLASS}
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +152,7 @@ def test_weights_read_through_scrambled_heads_are_not_shown_as_evidence(told):
     assert all(CAUSES["split_no_transpose"].title in text for text in said), said
 
 
-@pytest.mark.parametrize("name", ["renorm", "renorm_modules"])
+@pytest.mark.parametrize("name", ["renorm", "renorm_modules", "future_dataclass"])
 def test_softmax_then_renormalising_keeps_full_marks_on_large_scores(told, maxima, name):
     assert told[name].step_scores() == maxima, [(test.name, test.output) for test in told[name].tests
                                                 if test.score < test.max_score]
