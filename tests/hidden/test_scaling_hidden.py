@@ -98,7 +98,16 @@ def test_variance(student):
 def test_v1_draws(student):
     d_in, d_out = 4, 3
     with named_crashes():
-        state = student.build("SelfAttention_v1", d_in, d_out, seed=5).state()
+        module = student.build("SelfAttention_v1", d_in, d_out, seed=5)
+        state = module.state()
+    missing = [role for role in ("W_query", "W_key", "W_value") if state.get(role) is None]
+    if missing:  # not "returned None": the matrix is no parameter of the module (a plain tensor, or another name)
+        plain = [role for role in missing if role in module.describe()["plain_tensors"]]
+        if plain:
+            raise Failure(f"SelfAttention_v1.{plain[0]} is a plain tensor, not a parameter of the module: wrap it in "
+                          "nn.Parameter(...)", cause="weights_not_parameters")
+        raise Failure(f"SelfAttention_v1 has no parameter named {missing[0]}: keep the chapter's names W_query, "
+                      "W_key and W_value, each an nn.Parameter")
     check_draws(state, d_in, d_out, seed=5, what="SelfAttention_v1.")
 
 

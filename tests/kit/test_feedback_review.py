@@ -87,11 +87,19 @@ FUTURE_DATACLASS = (("import math\n", "from __future__ import annotations\n\nimp
                     ("        self.d_out = d_out\n        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n",
                      "        shape = HeadShape(d_in, d_out)\n        self.d_out = shape.d_out\n"
                      "        self.W_query = nn.Linear(shape.d_in, shape.d_out, bias=qkv_bias)\n"))
+# SelfAttention_v1 keeping plain tensors (a blind student's b10): the hidden draws check said "W_query should be a
+# torch.Tensor, but your code returned NoneType" of a matrix that is a tensor, and that nothing returned.
+V1_PLAIN = ("        self.W_query = nn.Parameter(torch.rand(d_in, d_out))\n"
+            "        self.W_key = nn.Parameter(torch.rand(d_in, d_out))\n"
+            "        self.W_value = nn.Parameter(torch.rand(d_in, d_out))\n",
+            "        self.W_query = torch.rand(d_in, d_out)\n        self.W_key = torch.rand(d_in, d_out)\n"
+            "        self.W_value = torch.rand(d_in, d_out)\n")
 CASES = {"keys_first": KEYS_FIRST, "dropout_always": DROPOUT_ALWAYS, "returns_weights": RETURNS_WEIGHTS,
          "naive_scaled": NAIVE_SCALED, "naive_causal": NAIVE_CAUSAL, "bias_ignored": BIAS_IGNORED,
          "naive_module": NAIVE_MODULE, "naive_heads": NAIVE_HEADS, "heads_first": HEADS_FIRST,
          "renorm": RENORM, "float_mask": FLOAT_MASK,
-         "swapped": SWAPPED, "strided": STRIDED, "float_dropout": FLOAT_DROPOUT, "future_dataclass": FUTURE_DATACLASS}
+         "swapped": SWAPPED, "strided": STRIDED, "float_dropout": FLOAT_DROPOUT, "future_dataclass": FUTURE_DATACLASS,
+         "v1_plain": V1_PLAIN}
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +186,9 @@ def test_a_head_split_with_head_dim_and_num_heads_in_the_wrong_order_is_named(to
 def test_dropout_that_drops_in_eval_is_not_also_told_unrescaled(told):
     said = " ".join(test.output for test in failing(told["float_dropout"], "causal_attention"))
     assert "dropout is active when not training" in said and "not rescaled" not in said, said
+
+
+def test_plain_tensors_in_selfattention_v1_are_told_so_not_returned_none(told):
+    tests = [test for test in failing(told["v1_plain"], "scaling") if "in that order with torch.rand" in test.name]
+    assert tests and "plain tensor" in tests[0].output and "NoneType" not in tests[0].output, tests
+    assert tests[0].details.get("cause") == "weights_not_parameters", tests[0].details
