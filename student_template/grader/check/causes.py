@@ -359,7 +359,8 @@ CAUSES = {cause.key: cause for cause in (
     Cause("qkv_bias_forced", "the projections have a bias although qkv_bias=False",
           "pass the flag on: nn.Linear(d_in, d_out, bias=qkv_bias) (nn.Linear has a bias by default)",
           sig(bias_off="present")),
-    Cause("keys_transpose", "the keys are transposed on the wrong axes (keys.T on a batch reverses every axis)",
+    Cause("keys_transpose", "the keys are transposed on other axes than the last two (keys.T on a batch reverses every "
+          "axis; transpose(1, 2) of split heads swaps heads and tokens)",
           "transpose the last two axes: keys.transpose(-2, -1)"),
     # ---------------------------------------------------------------- mha_wrapper
     Cause("heads_shared", "the heads share one module: [CausalAttention(...)] * num_heads repeats one object",
