@@ -493,6 +493,23 @@ def test_infinite_loop_run_at_import_costs_only_time(grade, base):
     assert all("time limit" in test.output for test in result.tests), {t.output for t in result.tests}
 
 
+# A red team's correct file (2026-11-28): a child forked at import, its branch guarded as Python runs it. The loader
+# runs definitions only, so the child came back into the worker and read every other request from the judge's
+# connection: 31 of 100 as root, 0 in the basic mode, told answers that were another check's. A child forked inside
+# a forward does the same.
+FORK_AT_IMPORT = "import os\nimport time\n_child = os.fork()\nif _child == 0:\n    time.sleep(3)\n    os._exit(0)\n"
+FORK_IN_FORWARD = ("    def forward(self, x):\n        b, num_tokens, d_in = x.shape\n",
+                   "    def forward(self, x):\n        if not FORKED:  # once: the child goes on, back to the worker\n"
+                   "            FORKED.append(os.fork())\n        b, num_tokens, d_in = x.shape\n")
+
+
+def test_a_child_process_of_the_students_never_answers_for_the_worker(grade, clean):
+    assert clean.count(FORK_IN_FORWARD[0]) == 2  # CausalAttention's and MultiHeadAttention's
+    for source in (FORK_AT_IMPORT + clean, "import os\nFORKED = []\n" + clean.replace(*FORK_IN_FORWARD)):
+        result = grade(source)
+        assert result.score == 100, [(test.name, test.output) for test in result.tests if test.score < test.max_score]
+
+
 def test_strings_and_values_built_to_break_the_judge_become_messages(graded, maxima, tmp_path):
     result = graded["hostile_break_the_judge"]
     results_io.write_results_json(result, maxima, tmp_path / "results.json")  # UTF-8: no lone surrogate left
