@@ -107,9 +107,18 @@ LOW_32_BITS = 0xFFFFFFFF
 # Allowed on the worker itself only (pid 0, as glibc calls them); refused for any other target. (argument index
 # of the pid, and of the "which" that must be "a process" where the call has one: PRIO_PROCESS 0,
 # IOPRIO_WHO_PROCESS 1)
+# Reading them is refused too (a red team, 2026-11-28): without a PID namespace one sandbox showed a classmate's
+# solution to another running beside it, 2 bits at a time in its own I/O priority, read with ioprio_get(its pid);
+# the nice value, CPUs, scheduling policy, session and process group of another pid (or the highest priority of a
+# process group or user) carry the same. A solution reads none of them.
 OWN_PROCESS_ONLY = {"prlimit64": (0, None), "sched_setaffinity": (0, None), "sched_setscheduler": (0, None),
                     "sched_setparam": (0, None), "sched_setattr": (0, None), "setpriority": (1, (0, 0)),
-                    "ioprio_set": (1, (0, 1))}
+                    "ioprio_set": (1, (0, 1)),
+                    "getpriority": (1, (0, 0)), "ioprio_get": (1, (0, 1)), "sched_getaffinity": (0, None),
+                    "sched_getscheduler": (0, None), "sched_getparam": (0, None), "sched_getattr": (0, None),
+                    "sched_rr_get_interval": (0, None), "getsid": (0, None), "getpgid": (0, None),
+                    "setpgid": (0, None), "get_robust_list": (0, None), "migrate_pages": (0, None),
+                    "move_pages": (0, None)}
 # <linux/sched.h>: the namespace flags clone(2) must not carry
 NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080)
 # Sockets of every family are refused: a solution needs none, and without a memory cgroup (an ordinary user)
