@@ -130,6 +130,11 @@ def refused():
     outcomes["splice"] = call(275, read_end, None, other_write, None, 1, 0)
     outcomes["tee"] = call(276, read_end, other_write, 1, 0)
     outcomes["mknod_fifo"] = call(259, -100, f"/tmp/fifo-{os.getpid()}".encode(), 0o10600, 0)  # mknodat
+    # Another pid's scheduling values (a channel between sandboxes without a PID namespace: red team 7).
+    mask = ctypes.create_string_buffer(128)
+    outcomes.update(getpriority_pid=call(140, 0, 1), getpriority_user=call(140, 2, 0), ioprio_get_pid=call(252, 1, 1),
+                    ioprio_get_user=call(252, 3, 0), getpgid_pid=call(121, 1), getsid_pid=call(124, 1),
+                    sched_getaffinity_pid=call(204, 1, 128, mask), sched_getscheduler_pid=call(145, 1))
     for descriptor_of_pipe in (read_end, write_end, other_read, other_write):
         os.close(descriptor_of_pipe)
     mapped = mmap.mmap(descriptor, 4096, prot=mmap.PROT_READ)
