@@ -112,6 +112,9 @@ def grade_command(args):
             finished_note(out, finish_pending(out, maxima, grading_follows=True))  # a regrade stopped midway
         record = class_record.read_record(out) if not single else {}
         if not single:
+            if not slice_of_class:
+                refuse_replacing_the_class(out, record, [name for name, _ in collected.submissions]
+                                           + [name for name, _ in collected.rejected], args.path)
             record = class_run_record(record, collected, args)
             collected.submissions = regraded_files(collected.submissions, record, args.keep_regrades)
         failed_here = False
@@ -467,6 +470,26 @@ def sandbox_check(args):
     workers.require_sandbox = args.require_sandbox
     workers.preseal(True)
     return found
+
+
+def refuse_replacing_the_class(out, record, names, path):
+    """A run that would move most of a graded class out of it (results/former) is refused before grading: a small
+    folder of late files, or a forgotten SUBMISSION (the bundled samples), graded into the class's OUT emptied its
+    LMS cells (an empty Moodle cell clears the grade on import), exit 0. Students who left are set aside as before
+    while most of the class is still there."""
+    graded = list(record.get("final") or {})
+    leaving = sorted(set(graded) - set(names))
+    if len(leaving) * 2 <= len(graded):
+        return
+    forgotten = Path(path).resolve() == SAMPLE_CLASS.resolve() and record.get("source") != str(SAMPLE_CLASS.resolve())
+    raise UsageError(
+        f"{out} holds a class of {len(graded)} graded from {record.get('source', 'elsewhere')}; {path} holds "
+        f"{len(set(names) & set(graded))} of them, so {len(leaving)} ({', '.join(leaving[:5])}"
+        f"{', ...' if len(leaving) > 5 else ''}) would leave the class and its LMS files"
+        + (" (no SUBMISSION was given: make grade grades the bundled sample class)" if forgotten else "")
+        + f". To grade that folder as a class of its own: another OUT. To add files to this class: put them beside "
+        f"the class's own and grade it again. To regrade one student: make regrade STUDENT=<name> SUBMISSION=<file> "
+        f"OUT={out}. To replace the class: make clean OUT={out} first")
 
 
 def refuse_mixed_slices(out, slice_of_class):

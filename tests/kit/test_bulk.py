@@ -16,7 +16,7 @@ from grader.cohort import tables
 from grader.judging import results_json as results
 from grader.judging.judge import Options, grade_submission
 from grader.chapter import STEP_KEYS
-from grader.paths import ROOT
+from grader.paths import ROOT, SAMPLE_CLASS
 from grader.chapter import TOTAL_POINTS
 from tests.kit.launch import launched
 from tests.kit.test_stopping import AS_TYPED
@@ -119,6 +119,21 @@ def test_submissions_that_left_the_class_leave_its_report_integrity_page_and_fig
     assert len(list(csv.DictReader((out / "grades.csv").open()))) == COUNT - 1
     report = cli("report", "--out", out)  # rebuilt from OUT/results alone: the same class
     assert report.returncode == 0 and f"cohort: {COUNT - 1} submissions" in report.stdout
+
+
+def test_a_folder_that_would_empty_a_graded_class_is_refused(classroom, uninterrupted, tmp_path, grader_cli):
+    """Blind gradebook review (round 7): a folder of one late file graded into the class's OUT (or a forgotten
+    SUBMISSION: the bundled samples) moved every other student to results/former and emptied their LMS cells,
+    exit 0. Refused now, before anything is graded, saying what to do instead."""
+    out, late = tmp_path / "out", tmp_path / "late"
+    shutil.copytree(uninterrupted, out)
+    late.mkdir()
+    shutil.copy(classroom / "student_003.py", late)
+    before = {path: path.read_bytes() for path in out.rglob("*") if path.is_file() and path.name != ".grading.lock"}
+    for folder, said in ((late, f"holds 1 of them, so {COUNT - 1} (student_000, "), (SAMPLE_CLASS, "no SUBMISSION")):
+        done = grader_cli("grade", folder, "--out", out)
+        assert done.returncode == 2 and said in done.stderr and "another OUT" in done.stderr, done.stderr
+    assert {path: path.read_bytes() for path in before} == before
 
 
 def test_shards_partition_the_class_and_merge_to_the_whole(classroom, uninterrupted, tmp_path):

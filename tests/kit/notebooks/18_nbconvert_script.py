@@ -81,6 +81,8 @@ class SelfAttention_v1(nn.Module):
     """Self-attention with raw `nn.Parameter` weight matrices of shape `(d_in, d_out)`.
 
     Takes one sequence `x` of shape `(n, d_in)` and returns `(n, d_out)`.
+    Draw the three matrices with `torch.rand`, in the order `W_query`, `W_key`,
+    `W_value`: a check reproduces the chapter's seeded outputs, which depend on both.
     """
 
     def __init__(self, d_in, d_out):
@@ -102,6 +104,8 @@ class SelfAttention_v2(nn.Module):
     """Self-attention with `nn.Linear` projections (bias only if `qkv_bias`).
 
     Takes one sequence `x` of shape `(n, d_in)` and returns `(n, d_out)`.
+    Create `W_query`, `W_key` and `W_value` in that order: a check reproduces
+    the chapter's seeded outputs, which depend on the order of creation.
     """
 
     def __init__(self, d_in, d_out, qkv_bias=False):
@@ -165,9 +169,9 @@ class CausalAttention(nn.Module):
 
     Input `(b, n, d_in)` with `n <= context_length`; output `(b, n, d_out)`.
     The checks read the chapter's attributes: `W_query`, `W_key`, `W_value`
-    (`nn.Linear(d_in, d_out, bias=qkv_bias)`), `dropout` (`nn.Dropout`), and the
-    causal mask as a buffer named `mask` (`self.register_buffer`: it moves with
-    the module to the GPU).
+    (`nn.Linear(d_in, d_out, bias=qkv_bias)`, created in that order: the chapter's
+    seeded outputs depend on it), `dropout` (`nn.Dropout`), and the causal mask as
+    a buffer named `mask` (`self.register_buffer`: it moves with the module to the GPU).
     """
 
     def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
@@ -222,6 +226,7 @@ class MultiHeadAttention(nn.Module):
     The checks read the chapter's attributes: `W_query`, `W_key`, `W_value`
     (`nn.Linear(d_in, d_out, bias=qkv_bias)`), `out_proj` (`nn.Linear(d_out, d_out)`),
     `dropout` (`nn.Dropout`), and the causal mask as a buffer named `mask`.
+    Create the four projections in that order: the chapter's seeded outputs depend on it.
     """
 
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
