@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from grader import stopping
-from grader.cohort import class_record, tables
+from grader.cohort import class_record, lms_names, tables
 from grader.cohort.bulk import grade_class, suite_digest
 from grader.cohort.overrides import OverrideError, closest, read_overrides, resolve, source_digest
 from grader.cohort.shards import MANIFEST, parse_shard, read_shards, shard, shard_from_environment, write_slice
@@ -680,6 +680,12 @@ def regraded_files(submissions, record, keep=False):
         if other and Path(other).is_file():
             log.info(f"{terminal(name)}: graded from {terminal(other)} (a regrade, see class.json)")
             path = Path(other)
+            try:  # the late mark is that upload's, not the class's file's (read from the download again above)
+                upload = canvas_file_of(name, path, record)
+            except UsageError:  # checked when regraded; a file renamed since says nothing of its upload
+                upload = None
+            if upload is not None:
+                record["origins"][name].update(late=upload.late, original=upload.original)
         kept.append((name, path))
     return kept
 
@@ -758,6 +764,7 @@ def regrade_command(args):
             raise UsageError(f"{submitted} does not exist: give the student's .py or .ipynb file")
         if not submitted.is_file() or submitted.suffix not in (".py", ".ipynb"):
             raise UsageError(f"{submitted} is not a .py or .ipynb file")
+        canvas_upload = canvas_file_of(name, submitted, record)
         kept_overrides(name, overridden.get(name, []), submitted, basis, args)
     from grader.judging.judge import Options  # imports torch: after the checks above, which cost nothing
 
@@ -769,6 +776,9 @@ def regrade_command(args):
             path = Path(args.submission)
             if not path.is_file() or path.suffix not in (".py", ".ipynb"):
                 raise UsageError(f"{path} is not a .py or .ipynb file")
+            if canvas_upload is not None:  # its name says whether that upload was late, as the class's download did
+                origin = record["origins"][name]
+                origin.update(late=canvas_upload.late, original=canvas_upload.original)
             record.setdefault("regrades", {})[name] = str(path.resolve())
             record.setdefault("regrade_files", {})[name] = source_digest(path)  # a later grade checks it is the same
             own = class_file_digest(record, name)  # a later grade asks first if the class holds another file then
@@ -813,6 +823,22 @@ def regrade_command(args):
     finally:
         if collected is not None:
             collected.cleanup()
+
+
+def canvas_file_of(name, path, record):
+    """The Canvas upload `path` names, when `name` came from a Canvas download and the file keeps Canvas's name
+    (None otherwise). Refused when that name is another user's: a regrade graded Ada from Barbara's download
+    (`liskovbarbara_LATE_5002_...`), exit 0, and took no late mark from the file's name."""
+    origin = (record.get("origins") or {}).get(name) or {}
+    readings = lms_names.canvas_readings(path.name)
+    if origin.get("lms") != "canvas" or not readings:
+        return None
+    mine = [reading for reading in readings if reading.user_id == origin.get("key")]
+    if not mine:
+        raise UsageError(f"{path.name} is a Canvas download's file of user {readings[0].user_id} "
+                         f"({readings[0].student}), but {name} is user {origin.get('key')} ({origin.get('student')}): "
+                         f"give {name}'s own file; if this one is theirs, rename it first")
+    return mine[0]
 
 
 def regraded(out, name, path, record, suite, args):

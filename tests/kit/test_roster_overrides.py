@@ -745,6 +745,34 @@ def test_a_regrade_from_a_newer_download_takes_its_late_mark(tmp_path, clean, st
     assert late("lovelaceada_5001") == "yes"
 
 
+def test_a_regrade_from_a_canvas_file_must_be_the_students_and_takes_its_late_mark(tmp_path, clean, stub, capsys):
+    """Blind gradebook review (round 7): `regrade lovelaceada_5001 SUBMISSION=liskovbarbara_LATE_5002_102_...` gave
+    Ada Barbara's grade, exit 0; from `lovelaceada_LATE_5001_300_...` Ada stayed `late=no`, and so again after the
+    class was graded once more (graded from the regrade's file)."""
+    folder, out = tmp_path / "canvas", tmp_path / "out"
+    folder.mkdir()
+    (folder / "lovelaceada_5001_9001_attention.py").write_text(clean, encoding="utf-8")
+    (folder / "liskovbarbara_5002_9002_attention.py").write_text(stub, encoding="utf-8")
+    assert cli.main(["grade", str(folder), "--out", str(out), "--time-limit", "60"]) == 0
+    before = (out / "grades.csv").read_bytes()
+    barbaras = tmp_path / "liskovbarbara_LATE_5002_102_attention.py"
+    barbaras.write_text(clean, encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["regrade", "lovelaceada_5001", "--submission", str(barbaras), "--out", str(out)]) == 2
+    assert "user 5002" in capsys.readouterr().err and (out / "grades.csv").read_bytes() == before
+    adas = tmp_path / "lovelaceada_LATE_5001_300_attention.py"
+    adas.write_text(clean, encoding="utf-8")
+
+    def late():
+        return {row["submission"]: row for row in csv.DictReader((out / "grades.csv").open())}["lovelaceada_5001"]["late"]
+
+    assert late() == "no"
+    assert cli.main(["regrade", "lovelaceada_5001", "--submission", str(adas), "--out", str(out)]) == 0
+    assert late() == "yes"
+    assert cli.main(["grade", str(folder), "--out", str(out), "--time-limit", "60"]) == 0
+    assert late() == "yes", "graded from the regrade's file, with that upload's late mark"
+
+
 def test_a_regrade_that_cannot_find_its_file_says_why(graded_class, tmp_path, capsys):
     """Blind gradebook review (round 5): a class moved since said "s.zip does not exist; give a .py, .ipynb, a
     folder of them or a .zip" (regrade takes no class path); a student who left the class was "not a submission
