@@ -533,7 +533,10 @@ def class_run_record(record, collected, args):
     record = dict(record)
     record.update(source=str(Path(args.path).resolve()), zip_encoding=args.zip_encoding,
                   origins={name: origin.as_dict() for name, origin in collected.origins.items()},
-                  graded_with={key: getattr(args, key) for key in GRADED_WITH})
+                  graded_with={key: getattr(args, key) for key in GRADED_WITH},
+                  # each student's file in the class's source as graded now: a regrade from the source tells a
+                  # file that changed since (a newer download saved over the class's) from the one graded
+                  class_files={name: source_digest(path) for name, path in collected.submissions})
     return with_roster_and_overrides(record, args)
 
 
@@ -774,6 +777,7 @@ def regrade_command(args):
     try:
         if args.submission:
             path = Path(args.submission)
+            shown = str(path)
             if not path.is_file() or path.suffix not in (".py", ".ipynb"):
                 raise UsageError(f"{path} is not a .py or .ipynb file")
             if canvas_upload is not None:  # its name says whether that upload was late, as the class's download did
@@ -793,6 +797,13 @@ def regrade_command(args):
             if name not in found:
                 raise UsageError(f"{name} is no longer in {record['source']}: give the file, SUBMISSION=...")
             path = found[name]
+            shown = collected.where(path)
+            digest, files = source_digest(path), record.setdefault("class_files", {})
+            if files.get(name) and files[name] != digest:
+                log.info(terminal(f"{name}'s file in {record['source']} has changed since the class was graded: this "
+                                  "regrade grades the new one, while every other student is still graded from the "
+                                  f"files of then (to grade every change: {regrade_hint(out)})"))
+            files[name] = digest
             origins = record.setdefault("origins", {})  # the upload graded now says whether it was late, not the last
             if name in collected.origins:
                 origins[name] = collected.origins[name].as_dict()
@@ -802,7 +813,7 @@ def regrade_command(args):
             (record.get("regrade_basis") or {}).pop(name, None)
             (record.get("regrade_files") or {}).pop(name, None)
             if other:
-                log.info(terminal(f"{name}: graded from the class's file {path}, no longer from {other} (an "
+                log.info(terminal(f"{name}: graded from the class's file {shown}, no longer from {other} (an "
                                   "earlier regrade)"))
         kept, digest = kept_overrides(name, overridden.get(name, []), path, basis, args)
         record["override_files"] = {known: value for known, value in basis.items() if known in overridden}
@@ -816,7 +827,7 @@ def regrade_command(args):
         finished_note(out, finish_pending(out, maxima))  # a regrade stopped before all its records were written
         record, graded = regraded(out, name, path, record, (tests, options, maxima), args)
         print(tables.score_table([r for r in graded if r.name == name], maxima, record.get("final")))
-        print(f"\nregraded {name} from {path} in {time.monotonic() - started:.1f}s; class files in {out}")
+        print(f"\nregraded {name} from {terminal(shown)} in {time.monotonic() - started:.1f}s; class files in {out}")
         if kept:
             print(terminal(kept))
         return grader_failures([result for result in graded if result.name == name])

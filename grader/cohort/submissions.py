@@ -37,10 +37,21 @@ class Collected:
     origins: dict[Any, lms_names.Origin] = field(default_factory=dict)
     temporary: tempfile.TemporaryDirectory | None = None
     unpacked_not: dict[Path, str] = field(default_factory=dict)  # zip member's Path -> why it could not be unpacked
+    source: Path | None = None  # what was collected: a file, a folder or a zip
 
     def cleanup(self) -> None:
         if self.temporary is not None:
             self.temporary.cleanup()
+
+    def where(self, path: Path) -> str:
+        """`path` as the instructor knows it: a zip's member as `class.zip: its/name.py`, never the temporary
+        folder it was unpacked to (gone once the command ends)."""
+        if self.temporary is not None and self.source is not None:
+            try:
+                return f"{self.source}: {Path(path).relative_to(self.temporary.name).as_posix()}"
+            except ValueError:
+                pass
+        return str(path)
 
 
 def collect(path: str | Path, zip_encoding: str | None = None) -> Collected:
@@ -52,7 +63,7 @@ def collect(path: str | Path, zip_encoding: str | None = None) -> Collected:
     path = Path(path)
     if not path.exists():
         raise UsageError(f"{path} does not exist; give a .py, .ipynb, a folder of them or a .zip")
-    collected = Collected()
+    collected = Collected(source=path)
     try:
         _collect_path(path, collected, zip_encoding)
     except UsageError:

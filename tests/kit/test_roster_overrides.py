@@ -773,6 +773,32 @@ def test_a_regrade_from_a_canvas_file_must_be_the_students_and_takes_its_late_ma
     assert late() == "yes", "graded from the regrade's file, with that upload's late mark"
 
 
+def test_a_regrade_from_a_changed_class_zip_says_so_and_names_the_zip_not_a_temporary_folder(tmp_path, clean, stub,
+                                                                                               caplog, capsys):
+    """Blind gradebook review (round 7): the class's zip replaced by a newer download, `regrade ada` graded Ada's new
+    file beside a class graded from the old one without a word, and said "regraded ... from /tmp/grade-zip-.../..."
+    (a folder gone when the command ends)."""
+    import zipfile
+
+    archive, out = tmp_path / "class.zip", tmp_path / "out"
+
+    def download(ada):
+        with zipfile.ZipFile(archive, "w") as zipped:
+            zipped.writestr("ada.py", ada)
+            zipped.writestr("bob.py", stub)
+
+    download(clean)
+    assert cli.main(["grade", str(archive), "--out", str(out), "--time-limit", "60"]) == 0
+    capsys.readouterr()
+    caplog.clear()
+    assert cli.main(["regrade", "ada", "--out", str(out)]) == 0
+    assert "has changed" not in caplog.text and f"from {archive}: ada.py" in capsys.readouterr().out
+    download(clean + "\n# fixed after the deadline\n")
+    assert cli.main(["regrade", "ada", "--out", str(out)]) == 0
+    assert f"ada's file in {archive} has changed since the class was graded" in caplog.text, caplog.text
+    assert "grade-zip-" not in capsys.readouterr().out + caplog.text
+
+
 def test_a_regrade_that_cannot_find_its_file_says_why(graded_class, tmp_path, capsys):
     """Blind gradebook review (round 5): a class moved since said "s.zip does not exist; give a .py, .ipynb, a
     folder of them or a .zip" (regrade takes no class path); a student who left the class was "not a submission
