@@ -112,6 +112,8 @@ def grade_command(args):
             finished_note(out, finish_pending(out, maxima, grading_follows=True))  # a regrade stopped midway
         record = class_record.read_record(out) if not single else {}
         if not single:
+            for name, old in collected.keep_names(record.get("spellings") or {}):
+                log.info(terminal(f"{name}: graded as {old}, the name an earlier grade into {out} gave this file"))
             if not slice_of_class:
                 refuse_replacing_the_class(out, record, [name for name, _ in collected.submissions]
                                            + [name for name, _ in collected.rejected], args.path)
@@ -536,7 +538,8 @@ def class_run_record(record, collected, args):
                   graded_with={key: getattr(args, key) for key in GRADED_WITH},
                   # each student's file in the class's source as graded now: a regrade from the source tells a
                   # file that changed since (a newer download saved over the class's) from the one graded
-                  class_files={name: source_digest(path) for name, path in collected.submissions})
+                  class_files={name: source_digest(path) for name, path in collected.submissions},
+                  spellings={name: collected.spelling(path) for name, path in collected.submissions})
     return with_roster_and_overrides(record, args)
 
 

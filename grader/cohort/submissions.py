@@ -43,6 +43,34 @@ class Collected:
         if self.temporary is not None:
             self.temporary.cleanup()
 
+    def spelling(self, path: Path) -> str:
+        """`path` below what was collected (a zip's member name, a folder's relative path): how the class spells
+        this submission from one run to the next."""
+        for top in (self.temporary.name if self.temporary is not None else None, self.source):
+            try:
+                return Path(path).relative_to(top).as_posix() if top is not None else str(path)
+            except ValueError:
+                continue
+        return str(path)
+
+    def keep_names(self, spellings: dict[str, str]) -> list[tuple[str, str]]:
+        """Give each submission the name an earlier run gave the same spelling (`spellings`: {name: spelling}),
+        where no submission of this run holds that name: [(old name, name kept)]. Two folders that named apart
+        (`sean o brien/` as sean_o_brien, `sean o'brien/` as sean_o_brien-2), then one gone: the other took the
+        plain name, and with it the record of the student who left (their result overwritten, lost)."""
+        earlier = {spelling: name for name, spelling in spellings.items()}
+        names = {name.casefold() for name, _ in self.submissions} | {name.casefold() for name, _ in self.rejected}
+        kept, renamed = [], {}
+        for index, (name, path) in enumerate(self.submissions):
+            old = earlier.get(self.spelling(path))
+            if old and old != name and old.casefold() not in names:
+                names.add(old.casefold())
+                renamed[name] = old
+                self.submissions[index] = (old, path)
+                kept.append((name, old))
+        self.origins = {renamed.get(name, name): origin for name, origin in self.origins.items()}
+        return kept
+
     def where(self, path: Path) -> str:
         """`path` as the instructor knows it: a zip's member as `class.zip: its/name.py`, never the temporary
         folder it was unpacked to (gone once the command ends)."""

@@ -799,6 +799,23 @@ def test_a_regrade_from_a_changed_class_zip_says_so_and_names_the_zip_not_a_temp
     assert "grade-zip-" not in capsys.readouterr().out + caplog.text
 
 
+def test_a_name_given_apart_stays_with_its_folder_when_the_other_leaves(tmp_path, clean, stub):
+    """Blind gradebook review (round 7): `sean o brien/` and `sean o'brien/` graded as sean_o_brien and
+    sean_o_brien-2; the first left, and the second took the plain name on the next grade: its new result overwrote
+    the departed student's (lost: in neither results/ nor former/), and the note said sean_o_brien-2 had left."""
+    folder, out = tmp_path / "class", tmp_path / "out"
+    for name, text in (("sean o brien", stub), ("sean o'brien", clean), ("bob", clean)):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "attention.py").write_text(text, encoding="utf-8")
+    assert cli.main(["grade", str(folder), "--out", str(out), "--time-limit", "60"]) == 0
+    departed = (out / "results" / "sean_o_brien.json").read_bytes()
+    shutil.rmtree(folder / "sean o brien")
+    assert cli.main(["grade", str(folder), "--out", str(out), "--time-limit", "60"]) == 0
+    rows = {row["submission"]: row["total"] for row in csv.DictReader((out / "grades.csv").open())}
+    assert rows == {"bob": "100", "sean_o_brien-2": "100"}, rows
+    assert (out / "results" / "former" / "sean_o_brien.json").read_bytes() == departed
+
+
 def test_a_regrade_that_cannot_find_its_file_says_why(graded_class, tmp_path, capsys):
     """Blind gradebook review (round 5): a class moved since said "s.zip does not exist; give a .py, .ipynb, a
     folder of them or a .zip" (regrade takes no class path); a student who left the class was "not a submission
