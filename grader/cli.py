@@ -75,6 +75,9 @@ def grade_command(args):
         raise UsageError(str(error)) from None
     collected = collect(args.path, args.zip_encoding)
     try:
+        # names as an earlier grade into OUT gave them, before anything (roster, overrides) is matched by name
+        kept = collected.keep_names(class_record.read_record(args.out).get("spellings") or {})
+        collected.problems.extend(kept)
         check_class_run(args, collected)  # a roster or overrides that cannot apply cost seconds, not a graded class
         if args.engine == "kit" and collected.submissions:
             servers.start_early()  # the workers' fork server imports torch while this process does
@@ -112,8 +115,6 @@ def grade_command(args):
             finished_note(out, finish_pending(out, maxima, grading_follows=True))  # a regrade stopped midway
         record = class_record.read_record(out) if not single else {}
         if not single:
-            for name, old in collected.keep_names(record.get("spellings") or {}):
-                log.info(terminal(f"{name}: graded as {old}, the name an earlier grade into {out} gave this file"))
             if not slice_of_class:
                 refuse_replacing_the_class(out, record, [name for name, _ in collected.submissions]
                                            + [name for name, _ in collected.rejected], args.path)

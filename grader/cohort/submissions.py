@@ -53,23 +53,40 @@ class Collected:
                 continue
         return str(path)
 
-    def keep_names(self, spellings: dict[str, str]) -> list[tuple[str, str]]:
-        """Give each submission the name an earlier run gave the same spelling (`spellings`: {name: spelling}),
-        where no submission of this run holds that name: [(old name, name kept)]. Two folders that named apart
+    def keep_names(self, spellings: dict[str, str]) -> list[str]:
+        """Give each submission the name an earlier run gave the same spelling (`spellings`: {name: spelling});
+        a newcomer whose name is one of those takes another. Returns what it says of each. Two folders named apart
         (`sean o brien/` as sean_o_brien, `sean o'brien/` as sean_o_brien-2), then one gone: the other took the
-        plain name, and with it the record of the student who left (their result overwritten, lost)."""
+        plain name and the departed student's record with it; and `alice_smith.py` added beside `alice smith.py`
+        (graded as alice_smith) took that name, its row and its override."""
         earlier = {spelling: name for name, spelling in spellings.items()}
-        names = {name.casefold() for name, _ in self.submissions} | {name.casefold() for name, _ in self.rejected}
-        kept, renamed = [], {}
+        claims = {index: earlier[self.spelling(path)] for index, (_, path) in enumerate(self.submissions)
+                  if self.spelling(path) in earlier}
+        held = {name.casefold() for name in claims.values()}
+        used = held | {name.casefold() for index, (name, _) in enumerate(self.submissions) if index not in claims} | {
+            name.casefold() for name, _ in self.rejected}
+        given, said = [], []
         for index, (name, path) in enumerate(self.submissions):
-            old = earlier.get(self.spelling(path))
-            if old and old != name and old.casefold() not in names:
-                names.add(old.casefold())
-                renamed[name] = old
-                self.submissions[index] = (old, path)
-                kept.append((name, old))
+            new = claims.get(index, name)
+            if index not in claims and name.casefold() in held:  # a newcomer named as an earlier student was
+                number = 2
+                while f"{name}-{number}".casefold() in used:
+                    number += 1
+                new = f"{name}-{number}"
+                used.add(new.casefold())
+                said.append(f"{self.where(path)}: {name!r} is the name of another submission in an earlier grade of "
+                            f"this class; graded as {new!r}")
+            elif new != name:
+                said.append(f"{self.where(path)}: graded as {new!r}, the name an earlier grade of this class gave it "
+                            f"(not {name!r})")
+            given.append((name, new))
+        renamed = {name: new for name, new in given if name != new}
+        moved = {f"{path}: another submission is also named" for (name, new), (_, path) in zip(given, self.submissions)
+                 if name != new}  # what collect said of their names no longer holds
+        self.problems = [problem for problem in self.problems if not problem.startswith(tuple(moved))]
+        self.submissions = [(new, path) for (_, new), (_, path) in zip(given, self.submissions)]
         self.origins = {renamed.get(name, name): origin for name, origin in self.origins.items()}
-        return kept
+        return said
 
     def where(self, path: Path) -> str:
         """`path` as the instructor knows it: a zip's member as `class.zip: its/name.py`, never the temporary
