@@ -76,8 +76,12 @@ def grade_command(args):
     collected = collect(args.path, args.zip_encoding)
     try:
         # names as an earlier grade into OUT gave them, before anything (roster, overrides) is matched by name
-        kept = collected.keep_names(class_record.read_record(args.out).get("spellings") or {})
+        earlier = class_record.read_record(args.out)
+        kept = collected.keep_names(earlier.get("spellings") or {})  # (it rewrites collected.problems)
         collected.problems.extend(kept)
+        if not slice_of_class and (Path(args.path).is_dir() or len(collected.submissions) != 1 or collected.rejected):
+            refuse_replacing_the_class(args.out, earlier, [name for name, _ in collected.submissions]
+                                       + [name for name, _ in collected.rejected], args.path)
         check_class_run(args, collected)  # a roster or overrides that cannot apply cost seconds, not a graded class
         if args.engine == "kit" and collected.submissions:
             servers.start_early()  # the workers' fork server imports torch while this process does
@@ -115,9 +119,6 @@ def grade_command(args):
             finished_note(out, finish_pending(out, maxima, grading_follows=True))  # a regrade stopped midway
         record = class_record.read_record(out) if not single else {}
         if not single:
-            if not slice_of_class:
-                refuse_replacing_the_class(out, record, [name for name, _ in collected.submissions]
-                                           + [name for name, _ in collected.rejected], args.path)
             record = class_run_record(record, collected, args)
             collected.submissions = regraded_files(collected.submissions, record, args.keep_regrades)
         failed_here = False

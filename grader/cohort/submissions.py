@@ -46,12 +46,14 @@ class Collected:
     def spelling(self, path: Path) -> str:
         """`path` below what was collected (a zip's member name, a folder's relative path): how the class spells
         this submission from one run to the next."""
-        for top in (self.temporary.name if self.temporary is not None else None, self.source):
+        tops = [Path(self.temporary.name)] if self.temporary is not None else []
+        tops += [self.source] if self.source is not None and self.source.is_dir() else []
+        for top in tops:
             try:
-                return Path(path).relative_to(top).as_posix() if top is not None else str(path)
+                return Path(path).relative_to(top).as_posix()
             except ValueError:
                 continue
-        return str(path)
+        return Path(path).name
 
     def keep_names(self, spellings: dict[str, str]) -> list[str]:
         """Give each submission the name an earlier run gave the same spelling (`spellings`: {name: spelling});

@@ -286,7 +286,12 @@ def _ids(student):
 
 
 def _names(student):
-    return [student.name] if student.name else []
+    """The row's name, and as "First Last" where it is written "Last, First" (Canvas's Student column): a folder
+    `ada_lovelace` is "Lovelace, Ada" (only `lovelace_ada` was found before)."""
+    if not student.name:
+        return []
+    last, comma, first = student.name.partition(",")
+    return [student.name] + ([f"{first.strip()} {last.strip()}"] if comma and first.strip() and last.strip() else [])
 
 
 # Where a submission's name is looked for, in order: the rows' ids as written, as a file name or spreadsheet may
