@@ -611,6 +611,11 @@ def with_roster_and_overrides(record, args):
         record["roster"] = {"file": Path(args.roster).name, "text": lms.roster_text(args.roster)}
     if getattr(args, "overrides", None) is not None:
         record["overrides"] = [override.as_dict() for override in args.overrides]
+    elif record.get("overrides"):  # an overrides file edited since is not read again: say where these come from
+        files = sorted({str(item.get("where", "")).split(", line")[0] for item in record["overrides"]} - {""})
+        log.info(f"{len(record['overrides'])} override(s) recorded in OUT/class.json apply"
+                 + (f" (given as {', '.join(files)})" if files else "")
+                 + "; to change them, give the edited file again: OVERRIDES=<file> replaces them all")
     if getattr(args, "override_files", None) is not None:  # set by check_class_run
         record["override_files"] = args.override_files
     return record
@@ -1322,8 +1327,9 @@ def main(argv=None):
         print(stopped_message(stop, args), file=sys.stderr, flush=True)
         return stop.exit_code
     except OutputError as error:  # a full disk, a read-only OUT: the results written so far are kept
+        again = "it grades only what is missing" if args.command in ("grade", "regrade") else "nothing is graded again"
         print(f"error: {terminal(error)}; every result written so far is kept: free space (or make the folder "
-              "writable) and run the same command again, it grades only what is missing", file=sys.stderr)
+              f"writable) and run the same command again ({again})", file=sys.stderr)
         return 1
     finally:
         stopping.hold()  # the command's records are written (or it stopped): a later signal is kept, not raised

@@ -508,7 +508,8 @@ def _note_not_code(top, prefix, tree, collected, keep=None):
         if entry.name.startswith((".", "__")) or entry.name in (keep, lms_names.GRADESCOPE_METADATA):
             continue
         if entry.is_symlink():  # it could point anywhere: at another student's file, or the hidden tests
-            collected.problems.append(f"{label}: a symbolic link; skipped (submit the file itself)")
+            collected.problems.append(f"{label}: a symbolic link; skipped, since it could point anywhere (put the "
+                                      "file itself in the class's folder: cp -L copies what a link points to)")
         elif entry.is_dir() and entry.name not in holding:
             collected.problems.append(_not_code_note(entry)
                                       or f"{label}: no .py or .ipynb file inside; nothing to grade")

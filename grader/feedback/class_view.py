@@ -256,7 +256,7 @@ def summary_lines(rows: Iterable[Row], missing: Sequence[tuple[str, str]], stray
             for name, item in overridden[:5]) + ")")
     if missing:
         lines.append(f"{'no submission found' if strays else 'did not submit'}: {len(missing)} "
-                     f"({', '.join(name for name, _ in missing[:5])}{', ...' if len(missing) > 5 else ''})")
+                     f"({'; '.join(name for name, _ in missing[:5])}{'; ...' if len(missing) > 5 else ''})")
     if strays:
         lines.append(f"graded, but no roster row names them: {len(strays)} ({', '.join(strays[:5])}"
                      f"{', ...' if len(strays) > 5 else ''})")

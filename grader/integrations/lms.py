@@ -36,6 +36,7 @@ import io
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -492,7 +493,10 @@ def _score(result, scores=None, scale=1.0):
     if result is None:
         return ""
     score = scores.get(result.name, result.score) if scores else result.score
-    return f"{round(score * scale, 4):g}"
+    # In decimal, half up: the float product rounded 26.55675 down and 5.98125 up (binary fractions, both cut at
+    # 4 places); 12 significant digits of the scale undo its division (50 / 100, 33.3 / 100).
+    value = (Decimal(repr(float(score))) * Decimal(f"{scale:.12g}")).quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP)
+    return f"{float(value):.12g}"
 
 
 def _number(cell):

@@ -488,3 +488,15 @@ def test_identifiers_reach_the_lms_files_as_the_export_wrote_them(tmp_path, suit
     assert canvas[3][2:4] == ["+4477", "bob"]  # (an id that starts with = could run: it stays guarded)
     _, moodle = read_csv(tmp_path / "moodle_grades.csv")
     assert ["'=HYPERLINK(\"x\") Eve", "'=login5004"] == moodle[1][:2] and moodle[2][:2] == ["Bob B", "bob"], moodle
+
+
+def test_scaled_scores_round_half_up_in_decimal():
+    """Blind gradebook review (round 7): 26.55675 became 26.5567 and 6.28125 6.2812, but 5.98125 5.9813: the float
+    product cut at 4 places. Scaled in decimal, half up."""
+    from types import SimpleNamespace
+
+    from grader.integrations.lms import _score
+
+    cases = {53.1135: "26.5568", 11.9625: "5.9813", 12.5625: "6.2813", 79.75: "39.875", 100.0: "50"}
+    assert {score: _score(SimpleNamespace(name="x", score=score), None, 50 / 100) for score in cases} == cases
+    assert _score(SimpleNamespace(name="x", score=100.0), None, 33.3 / 100) == "33.3"
