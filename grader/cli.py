@@ -751,7 +751,8 @@ def regrade_command(args):
         shared = wanted in aliases  # a name or id of several roster students
         if not shared and wanted in {key.casefold() for key in class_record.absent_of(record)}:  # no file
             raise UsageError(f"{args.student!r} is on the roster but has no submission in {out}, so there is no grade "
-                             f"to redo: put their file in the class's folder and grade the class again "
+                             f"to redo: add their file to the class ({record.get('source', 'its folder or download')}: "
+                             f"a zip is a new download, or unpacked to a folder) and grade the class again "
                              f"({regrade_hint(out)}): only the new file is graded")
         former = out / "results" / FORMER
         if former.is_dir() and wanted in {path.stem.casefold() for path in former.glob("*.json")}:

@@ -401,12 +401,17 @@ def _collect_folder(top, collected):
     for depth in range(len(root) + 1):  # what the class root and the folders wrapping it hold besides code
         _note_not_code(top, root[:depth], tree, collected, keep=root[depth] if depth < len(root) else None)
     folder = top.joinpath(*root)
+    files = []
     for parts in tree.files(root):
         path = top.joinpath(*parts)
         if path in collected.unpacked_not:
             collected.rejected.append((_owner(parts[-1]), collected.unpacked_not[path]))
         else:
-            collected.submissions.append((safe_name(path.stem), path))
+            files.append(path)
+    if _lms_download(tree, top, root):  # the LMS's names say whose each file is (_name_by_lms)
+        collected.submissions += [(safe_name(path.stem), path) for path in files]
+    else:
+        _one_per_student(files, folder, collected)
     export = (folder / lms_names.GRADESCOPE_METADATA).is_file()
     for name in tree.subfolders(root):
         if export or lms_names.parse_moodle_folder(name):  # the LMS says whose: one student's, whatever it holds
@@ -415,6 +420,25 @@ def _collect_folder(top, collected):
             _student(tree, top, root + (name,), _student_name(name), collected, clean(name))
     _name_by_lms(folder, collected)
     _reject_uploads_without_code(folder, collected)
+
+
+BROWSER_COPY = re.compile(r" \(\d+\)$")  # `bob (1).py`: a browser's second download of `bob.py`
+
+
+def _one_per_student(files, folder, collected):
+    """A teacher's folder of one file per student: `bob.py` beside `bob (1).py` (a browser's second download) or
+    `bob.ipynb` is one student's, graded as their own folder would be (`graded_first`: the latest copy, a .py before
+    a notebook) and said; before, each became a student of its own (`bob_1`) and the LMS files took one of them.
+    Only a browser's copy mark and the suffix join files: `team-1.py` and `team-2.py` may be two teams."""
+    groups: dict[str, list[Path]] = {}
+    for path in files:
+        groups.setdefault(BROWSER_COPY.sub("", path.stem), []).append(path)
+    for base, group in groups.items():
+        ranked = graded_first(group, folder)
+        collected.submissions.append((safe_name(base), ranked[0]))
+        if len(ranked) > 1:
+            collected.problems.append(_graded_note(clean(base), [(clean(path.name), _rank(path.name, path=path))
+                                                                 for path in ranked]))
 
 
 def _reject_uploads_without_code(folder, collected):

@@ -486,3 +486,16 @@ def test_a_newcomer_whose_name_cleans_to_a_students_does_not_take_it(tmp_path):
                                  "bob": "# bob\n"}
     assert any("alice smith/attention.py: another submission is also named 'alice_smith'; graded as "
                "'alice_smith-2'" in problem for problem in collected.problems), collected.problems
+
+
+def test_a_browser_copy_or_a_notebook_beside_a_students_file_is_theirs_in_a_flat_folder(tmp_path):
+    """Blind gradebook review (round 7): in a folder of one file per student, `bob (1).py` (a browser's second
+    download) became a student `bob_1`, and `alice.ipynb` beside `alice.py` another: two rows for one student, the
+    LMS files keeping one of them. Graded now as their own folder would be, and said; `team-1.py` and `team-2.py`
+    stay two teams."""
+    collected = collect_as("folder", tmp_path, {"class/bob.py": "# first\n", "class/bob (1).py": "# second\n",
+                                                "class/alice.py": "# alice\n", "class/alice.ipynb": "{}",
+                                                "class/team-1.py": "# one\n", "class/team-2.py": "# two\n"})
+    assert graded(collected) == {"bob": "# second\n", "alice": "# alice\n", "team-1": "# one\n", "team-2": "# two\n"}
+    assert "bob: several code files; graded bob (1).py (the latest copy), not bob.py" in collected.problems
+    assert "alice: several code files; graded alice.py (a .py before a notebook), not alice.ipynb" in collected.problems
