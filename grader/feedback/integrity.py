@@ -324,6 +324,20 @@ def unusual_details(found: Iterable[Token], usual: Container[str]) -> dict[str, 
     return details
 
 
+class BoilerplateText:
+    """`key in this`: a string or comment detail whose words lie within one of the boilerplate's (the starter's
+    docstring cut to its first line, one sentence of it): what two students kept of the starter is no detail of
+    their own. A blind cohort's honest pairs were shown "rare shared strings" that were the stub's docstrings so cut."""
+
+    def __init__(self, usual):
+        self.texts = {kind: "\0".join(key.partition(" ")[2] for key in usual if key.startswith(kind + " "))
+                      for kind in ("string", "comment")}
+
+    def __contains__(self, key):
+        kind, _, words = key.partition(" ")
+        return kind in self.texts and len(words) >= MIN_STRING and words in self.texts[kind]
+
+
 def _is_code(text):
     """Whether a comment's text is a Python statement (commented-out code), not prose or a shape note."""
     if not re.search(r"[=(]", text):
@@ -403,10 +417,12 @@ def compare(students: Sequence[Student]) -> list[Pair]:
         usual |= set(unusual_details(found, ()))
         lines |= {line.strip() for line in text.splitlines()} - {""}
         public |= set(structure_prints(text))
+    within = BoilerplateText(usual)
     for student in students:
         student.found = without_lines(student.code, tokens(student.code), lines)
         student.own = fingerprints(normalise(student.found)) - common
-        student.details = unusual_details(student.found, usual)
+        student.details = {key: shown for key, shown in unusual_details(student.found, usual).items()
+                           if key not in within}
         student.structure = {key: where for key, where in structure_prints(student.code).items() if key not in public}
     pairs = {}
 

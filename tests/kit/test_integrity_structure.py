@@ -270,6 +270,20 @@ def test_the_public_write_ups_parse_and_cover_the_chapter():
         assert {"causal_attention_weights", "CausalAttention", "MultiHeadAttention"} <= defined, path.name
 
 
+def test_the_starters_docstrings_cut_short_are_no_detail_of_a_students_own():
+    """A blind cohort (2026-11-28): honest students who kept the stub's docstrings cut to their first line were shown
+    sharing "rare" strings (details 1.0 for three honest pairs, one ranked above two copies)."""
+    cut = '\n\nclass Kept:\n    """Single-head causal self-attention with dropout on the attention weights."""\n'
+    own = '\n\nclass Mine:\n    """My own long note on how the heads are cut and merged back together."""\n'
+    names = honest_names()[:8]
+    students = [integrity.Student(name, (COHORT / f"{name}.py").read_text() + (cut + own if index < 2 else ""))
+                for index, name in enumerate(names)]
+    integrity.compare(students)
+    strings = [key for key in students[0].details if key.startswith("string ")]
+    assert not [key for key in strings if "Single-head causal" in key], strings
+    assert [key for key in strings if "My own long note" in key], "a string of the student's own is still a detail"
+
+
 # --- public code and common mistakes are not evidence ----------------------------------------------------------
 def class_of(codes):
     students = [integrity.Student(name, code) for name, code in codes.items()]
