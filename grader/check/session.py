@@ -242,6 +242,16 @@ class Session:
         args, kwargs = self._inputs(request)
         return module(*args, **kwargs)
 
+    def op_forward_elsewhere(self, request):
+        """Run forward on the 'meta' device (see wire.OPERATIONS): the module is left there, built for this alone."""
+        module = self._module(request)
+        args, kwargs = self._inputs(request)
+        module.to("meta").train(False)
+        moved = [arg.to("meta") if isinstance(arg, torch.Tensor) else arg for arg in args]
+        with torch.no_grad(), DevicesMixed():
+            module(*moved, **kwargs)
+        return None
+
     def op_state(self, request):
         module = self._module(request)
         state = {name: tensor for name, tensor in module.named_parameters()}
@@ -250,6 +260,34 @@ class Session:
 
     def op_describe(self, request):
         return describe_module(self._module(request), self.module.__name__)
+
+
+class DevicesMixed(torch.overrides.TorchFunctionMode):
+    """Raise as a GPU would where a tensor made on the CPU meets one on another device: on 'meta' most operations
+    raise by themselves, but an in-place masked_fill_ with a CPU mask passes there (it fails on a GPU). A 0-dim CPU
+    tensor is a scalar on every device, and conversions, shape-only and indexing calls take any device."""
+
+    TAKE_ANY_DEVICE = {"to", "type_as", "copy_", "new_tensor", "new_empty", "new_zeros", "new_ones", "new_full",
+                       "view_as", "reshape_as", "expand_as", "__getitem__", "__setitem__", "__get__", "__set__"}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__name__", "") not in self.TAKE_ANY_DEVICE:
+            tensors = [value for value in _flat([*args, *kwargs.values()]) if isinstance(value, torch.Tensor)]
+            if any(value.is_meta for value in tensors) and any(
+                    value.device.type == "cpu" and value.dim() > 0 for value in tensors):
+                raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                                   f"meta and cpu! (in {getattr(func, '__name__', 'an operation')})")
+        return func(*args, **kwargs)
+
+
+def _flat(values, depth=0):
+    """The items of `values`, with those of nested lists and tuples (torch.cat([a, b])), two levels deep."""
+    for value in values:
+        if isinstance(value, (list, tuple)) and depth < 2:
+            yield from _flat(value, depth + 1)
+        else:
+            yield value
 
 
 def name_the_heads(module):

@@ -201,6 +201,9 @@ def program(unix_sockets=False, basic=False):
                 refuse("open", errno.EPERM, _ArgCmp(1, SCMP_CMP_MASKED_EQ, flag, flag))
                 refuse("openat", errno.EPERM, _ArgCmp(2, SCMP_CMP_MASKED_EQ, flag, flag))
             refuse("openat2", errno.ENOSYS)  # its flags sit in memory no filter reads: glibc falls back to openat
+            # A pidfd of any pid tells which exist and when they end (red team 8 scanned 32768 pids in 0.15 s):
+            # without a PID namespace, a channel between sandboxes. ENOSYS: callers (asyncio) fall back to waitpid.
+            refuse("pidfd_open", errno.ENOSYS)
         # setsid succeeds and does nothing: without a cpu cgroup, the kernel's autogroups (one per session)
         # then give the whole sandbox one share of the CPU however many processes it starts.
         refuse("setsid", 0)

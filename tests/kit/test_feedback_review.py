@@ -16,6 +16,8 @@ silent: each is graded here as its class of mistake, grafted onto the solution.
   setting of the bias failed.
 """
 
+import contextlib
+
 import pytest
 
 from grader.check.causes import CAUSES
@@ -99,12 +101,19 @@ V1_PLAIN = ("        self.W_query = nn.Parameter(torch.rand(d_in, d_out))\n"
 # discounted it as a known mistake. A missing renormalisation leaves the last row (no future) summing to one.
 EPSILON_RENORM = ("    return masked / masked.sum(dim=-1, keepdim=True)\n",
                   "    return masked / (masked.sum(dim=-1, keepdim=True) + 1e-3)\n")
+# A mask built in forward on the default device (a blind TA's b47): right on the CPU, broken on a GPU, so it kept
+# every point where a class is graded on the CPU. The same mask on the input's device is right everywhere.
+CPU_MASK = ("        attn_scores = queries @ keys.transpose(1, 2)\n" + MASKED,
+            "        attn_scores = queries @ keys.transpose(1, 2)\n        attn_scores.masked_fill_(torch.triu(torch.ones("
+            "num_tokens, num_tokens), diagonal=1).bool(), -torch.inf)\n")
+INPUT_DEVICE_MASK = (CPU_MASK[0], CPU_MASK[1].replace("num_tokens, num_tokens)", "num_tokens, num_tokens, device=x.device)"))
 CASES = {"keys_first": KEYS_FIRST, "dropout_always": DROPOUT_ALWAYS, "returns_weights": RETURNS_WEIGHTS,
          "naive_scaled": NAIVE_SCALED, "naive_causal": NAIVE_CAUSAL, "bias_ignored": BIAS_IGNORED,
          "naive_module": NAIVE_MODULE, "naive_heads": NAIVE_HEADS, "heads_first": HEADS_FIRST,
          "renorm": RENORM, "float_mask": FLOAT_MASK,
          "swapped": SWAPPED, "strided": STRIDED, "float_dropout": FLOAT_DROPOUT, "future_dataclass": FUTURE_DATACLASS,
-         "v1_plain": V1_PLAIN, "epsilon_renorm": EPSILON_RENORM}
+         "v1_plain": V1_PLAIN, "epsilon_renorm": EPSILON_RENORM, "cpu_mask": CPU_MASK,
+         "input_device_mask": INPUT_DEVICE_MASK}
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +174,7 @@ def test_weights_read_through_scrambled_heads_are_not_shown_as_evidence(told):
     assert all(CAUSES["split_no_transpose"].title in text for text in said), said
 
 
-@pytest.mark.parametrize("name", ["renorm", "renorm_modules", "future_dataclass"])
+@pytest.mark.parametrize("name", ["renorm", "renorm_modules", "future_dataclass", "input_device_mask"])
 def test_softmax_then_renormalising_keeps_full_marks_on_large_scores(told, maxima, name):
     assert told[name].step_scores() == maxima, [(test.name, test.output) for test in told[name].tests
                                                 if test.score < test.max_score]
@@ -204,3 +213,38 @@ def test_rows_a_little_short_are_not_told_unrenormalised(told):
     assert tests, "the rows sum to 0.99..., not one: a check must fail"
     assert all(test.details.get("cause") != "not_renormalised" for test in tests), [t.details for t in tests]
     assert CAUSES["not_renormalised"].title not in " ".join(test.output for test in tests)
+
+
+def test_a_mask_made_on_the_cpu_in_forward_is_caught_on_the_cpu(told, maxima):
+    steps = told["cpu_mask"].step_scores()
+    assert steps["causal_attention"] < maxima["causal_attention"], steps
+    assert all(steps[key] == maxima[key] for key in maxima if key != "causal_attention"), steps
+    said = " ".join(test.output for test in failing(told["cpu_mask"], "causal_attention"))
+    assert "makes a tensor on the CPU" in said and "device=x.device" in said, said
+
+
+def test_a_hidden_check_does_not_say_where_a_nan_sits_in_an_answer_of_its_own_shape():
+    """Red team 8: a hidden check said "contains NaN (first at [0, 0, 373858])" of an answer whose shape the
+    submission chose, about 20 bits of the hidden inputs a check. Where the check set the shape, or in a public
+    check, the place is still shown."""
+    import torch
+
+    from grader.check.testing import expect_tensor, hidden_check
+
+    answer = torch.zeros(1, 1, 400000)
+    answer[0, 0, 373858] = float("nan")
+    said = {}
+    for hidden in (False, True):
+        with contextlib.ExitStack() as stack:
+            if hidden:
+                stack.enter_context(hidden_check())
+            try:
+                expect_tensor(answer, "context vectors")
+            except AssertionError as error:
+                said[hidden, None] = str(error)
+            try:
+                expect_tensor(answer, "context vectors", shape=(1, 1, 400000))
+            except AssertionError as error:
+                said[hidden, "shape"] = str(error)
+    assert "373858" in said[False, None] and "373858" in said[True, "shape"]
+    assert "NaN" in said[True, None] and "373858" not in said[True, None], said

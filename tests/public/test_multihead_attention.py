@@ -8,7 +8,7 @@ from grader.check.signatures import Battery, Dims, battery_observations, module_
 from grader.check.student import StudentError
 from grader.check.testing import diagnosed, expect_computed_from, expect_tensor, fail, graded, once, seeded
 
-from .behaviour import expect_mask_kept_as_buffer, expect_parts_used
+from .behaviour import expect_mask_kept_as_buffer, expect_parts_used, expect_to_follow_its_input
 
 # A printout check weighs little: its printed values could be returned without any of the work. The
 # step's property checks carry its points instead (a step's weights add up to its points).
@@ -80,6 +80,7 @@ def check_structure(student):
         weights = {f"{role}.weight": torch.randn(8, 5) * 0.5 for role in ("W_query", "W_key", "W_value")}
         weights["out_proj.weight"] = torch.randn(8, 8) * 0.5
     expect_parts_used(module, "MultiHeadAttention", x, weights, mask=buffer, first_token=(0.2, 2))
+    expect_to_follow_its_input(student, "MultiHeadAttention", (5, 8, 9, 0.2, 2), x[:2, :7])
 
 
 @graded("multihead_attention: every head's weights sum to one, hide exactly the future and use sqrt(head_dim)",

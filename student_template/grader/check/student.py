@@ -381,6 +381,12 @@ class ModuleHandle:
         return f"{self.label}.forward", self._request("forward", args=wire.encode(list(args)), train=train,
                                                       seed=public_inputs.seed(seed))
 
+    def forward_elsewhere(self, *args):
+        """Run forward with the module and `args` on the 'meta' device (StudentError for what it raised); the module
+        stays there, so build one for this alone."""
+        request = self._request("forward_elsewhere", args=wire.encode(list(args)))
+        return self.student._ask(f"{self.label}.forward on another device", request)
+
     def state(self):
         return self.student._ask(f"reading {self.label}'s parameters", self._request("state"))
 

@@ -79,6 +79,28 @@ def expect_mask_kept_as_buffer(info):
     return outcome == "ok"
 
 
+# What PyTorch says when a tensor made on the CPU meets one on another device (on 'meta' and on a GPU alike). A
+# 0-dim CPU tensor is a scalar on any device, and other errors on 'meta' (.item() has no value there) say nothing.
+DEVICES_MIXED = ("is not on the expected device cpu", "Expected all tensors to be on the same device")
+
+
+def expect_to_follow_its_input(student, name, args, x):
+    """A forward that makes a tensor on the CPU (the mask, built in forward with torch.ones(n, n)) fails on a GPU:
+    run on the 'meta' device, where the same mismatch is caught, a CPU-only grading sees it too (a blind TA's
+    file built its mask so and kept every point on the CPU)."""
+    module = student.build(name, *args, seed=0)
+    try:
+        module.forward_elsewhere(x)
+    except StudentError as error:
+        said = error.info["message"]
+        if "cpu" in said and any(marker in said for marker in DEVICES_MIXED):
+            where = f" ({error.info['location']})" if error.info["location"] else ""
+            raise AssertionError(f"{name}.forward makes a tensor on the CPU that then meets its input's device{where}: "
+                                 "with the module and its input on a GPU it fails. Create it on the input's device "
+                                 "(torch.ones(n, n, device=x.device)), or register the mask as a buffer "
+                                 "(self.register_buffer), which moves with the module") from None
+
+
 def first_token_changes(x, weights, p, heads):
     """(b, 2**heads, d): what dropout on the attention weights can add to the first token's eval output.
 

@@ -6,7 +6,7 @@ from grader.check.book import CAUSAL_SEED123, book_batch, expect_book_batch
 from grader.check.signatures import Battery, Dims, battery_observations, module_observations
 from grader.check.testing import diagnosed, expect_computed_from, expect_tensor, fail, graded, once, seeded
 
-from .behaviour import expect_mask_kept_as_buffer, expect_parts_used
+from .behaviour import expect_mask_kept_as_buffer, expect_parts_used, expect_to_follow_its_input
 
 # A printout check weighs little: its printed values could be returned without any of the work. The
 # step's property checks carry its points instead (a step's weights add up to its points).
@@ -64,6 +64,7 @@ def check_structure(student):
         x = torch.randn(32, 8, 5)
         weights = {f"{role}.weight": torch.randn(4, 5) * 0.5 for role in ("W_query", "W_key", "W_value")}
     expect_parts_used(module, "CausalAttention", x, weights, mask=buffer, first_token=(0.1, 1))
+    expect_to_follow_its_input(student, "CausalAttention", (5, 4, 8, 0.1), x[:2, :6])
 
 
 @graded("causal_attention: attention weights sum to one, hide exactly the future and use sqrt(d_k)", weight=1)
