@@ -75,10 +75,7 @@ def grade_command(args):
         raise UsageError(str(error)) from None
     collected = collect(args.path, args.zip_encoding)
     try:
-        # names as an earlier grade into OUT gave them, before anything (roster, overrides) is matched by name
         earlier = class_record.read_record(args.out)
-        kept = collected.keep_names(earlier.get("spellings") or {})  # (it rewrites collected.problems)
-        collected.problems.extend(kept)
         if not slice_of_class and (Path(args.path).is_dir() or len(collected.submissions) != 1 or collected.rejected):
             refuse_replacing_the_class(args.out, earlier, [name for name, _ in collected.submissions]
                                        + [name for name, _ in collected.rejected], args.path)
@@ -540,8 +537,7 @@ def class_run_record(record, collected, args):
                   graded_with={key: getattr(args, key) for key in GRADED_WITH},
                   # each student's file in the class's source as graded now: a regrade from the source tells a
                   # file that changed since (a newer download saved over the class's) from the one graded
-                  class_files={name: source_digest(path) for name, path in collected.submissions},
-                  spellings={name: collected.spelling(path) for name, path in collected.submissions})
+                  class_files={name: source_digest(path) for name, path in collected.submissions})
     return with_roster_and_overrides(record, args)
 
 

@@ -43,53 +43,6 @@ class Collected:
         if self.temporary is not None:
             self.temporary.cleanup()
 
-    def spelling(self, path: Path) -> str:
-        """`path` below what was collected (a zip's member name, a folder's relative path): how the class spells
-        this submission from one run to the next."""
-        tops = [Path(self.temporary.name)] if self.temporary is not None else []
-        tops += [self.source] if self.source is not None and self.source.is_dir() else []
-        for top in tops:
-            try:
-                return Path(path).relative_to(top).as_posix()
-            except ValueError:
-                continue
-        return Path(path).name
-
-    def keep_names(self, spellings: dict[str, str]) -> list[str]:
-        """Give each submission the name an earlier run gave the same spelling (`spellings`: {name: spelling});
-        a newcomer whose name is one of those takes another. Returns what it says of each. Two folders named apart
-        (`sean o brien/` as sean_o_brien, `sean o'brien/` as sean_o_brien-2), then one gone: the other took the
-        plain name and the departed student's record with it; and `alice_smith.py` added beside `alice smith.py`
-        (graded as alice_smith) took that name, its row and its override."""
-        earlier = {spelling: name for name, spelling in spellings.items()}
-        claims = {index: earlier[self.spelling(path)] for index, (_, path) in enumerate(self.submissions)
-                  if self.spelling(path) in earlier}
-        held = {name.casefold() for name in claims.values()}
-        used = held | {name.casefold() for index, (name, _) in enumerate(self.submissions) if index not in claims} | {
-            name.casefold() for name, _ in self.rejected}
-        given, said = [], []
-        for index, (name, path) in enumerate(self.submissions):
-            new = claims.get(index, name)
-            if index not in claims and name.casefold() in held:  # a newcomer named as an earlier student was
-                number = 2
-                while f"{name}-{number}".casefold() in used:
-                    number += 1
-                new = f"{name}-{number}"
-                used.add(new.casefold())
-                said.append(f"{self.where(path)}: {name!r} is the name of another submission in an earlier grade of "
-                            f"this class; graded as {new!r}")
-            elif new != name:
-                said.append(f"{self.where(path)}: graded as {new!r}, the name an earlier grade of this class gave it "
-                            f"(not {name!r})")
-            given.append((name, new))
-        renamed = {name: new for name, new in given if name != new}
-        moved = {f"{path}: another submission is also named" for (name, new), (_, path) in zip(given, self.submissions)
-                 if name != new}  # what collect said of their names no longer holds
-        self.problems = [problem for problem in self.problems if not problem.startswith(tuple(moved))]
-        self.submissions = [(new, path) for (_, new), (_, path) in zip(given, self.submissions)]
-        self.origins = {renamed.get(name, name): origin for name, origin in self.origins.items()}
-        return said
-
     def where(self, path: Path) -> str:
         """`path` as the instructor knows it: a zip's member as `class.zip: its/name.py`, never the temporary
         folder it was unpacked to (gone once the command ends)."""

@@ -815,46 +815,6 @@ def test_a_regrade_from_a_changed_class_zip_says_so_and_names_the_zip_not_a_temp
     assert "grade-zip-" not in said
 
 
-def test_a_name_given_apart_stays_with_its_folder_when_the_other_leaves(tmp_path, clean, stub):
-    """Blind gradebook review (round 7): `sean o brien/` and `sean o'brien/` graded as sean_o_brien and
-    sean_o_brien-2; the first left, and the second took the plain name on the next grade: its new result overwrote
-    the departed student's (lost: in neither results/ nor former/), and the note said sean_o_brien-2 had left."""
-    folder, out = tmp_path / "class", tmp_path / "out"
-    for name, text in (("sean o brien", stub), ("sean o'brien", clean), ("bob", clean)):
-        (folder / name).mkdir(parents=True)
-        (folder / name / "attention.py").write_text(text, encoding="utf-8")
-    assert cli.main(["grade", str(folder), "--out", str(out), "--time-limit", "60"]) == 0
-    departed = (out / "results" / "sean_o_brien.json").read_bytes()
-    shutil.rmtree(folder / "sean o brien")
-    assert cli.main(["grade", str(folder), "--out", str(out), "--time-limit", "60"]) == 0
-    rows = {row["submission"]: row["total"] for row in csv.DictReader((out / "grades.csv").open())}
-    assert rows == {"bob": "100", "sean_o_brien-2": "100"}, rows
-    assert (out / "results" / "former" / "sean_o_brien.json").read_bytes() == departed
-
-
-def test_a_newcomer_spelt_as_a_students_name_takes_neither_it_nor_its_override(tmp_path, clean, stub, caplog,
-                                                                               capsys):
-    """Blind gradebook review (round 7): `alice smith.py` graded as alice_smith with an override (total 50); a new
-    student's `alice_smith.py` then took the name (spelt so), was refused as "another file" for alice_smith's
-    override, and with KEEP_OVERRIDES=1 got the 50, the first student becoming alice_smith-2 with no override."""
-    folder, out = tmp_path / "class", tmp_path / "out"
-    folder.mkdir()
-    (folder / "alice smith.py").write_text(clean, encoding="utf-8")
-    (folder / "bob.py").write_text(clean, encoding="utf-8")
-    overrides = write_csv(tmp_path / "overrides.csv", [["student", "step", "points", "reason"],
-                                                        ["alice_smith", "total", "50", "late penalty"]])
-    assert cli.main(["grade", str(folder), "--out", str(out), "--overrides", str(overrides), "--time-limit", "60"]) == 0
-    (folder / "alice_smith.py").write_text(stub, encoding="utf-8")
-    caplog.clear()
-    capsys.readouterr()
-    with caplog.at_level("INFO"):
-        assert cli.main(["grade", str(folder), "--out", str(out), "--time-limit", "60"]) == 0
-    rows = {row["submission"]: row["total"] for row in csv.DictReader((out / "grades.csv").open())}
-    assert rows["alice_smith"] == "50" and float(rows["alice_smith-2"]) < 50, rows
-    said = caplog.text + capsys.readouterr().err
-    assert "alice_smith.py: 'alice_smith' is the name of another submission in an earlier grade" in said, said
-
-
 def test_a_regrade_that_cannot_find_its_file_says_why(graded_class, tmp_path, capsys):
     """Blind gradebook review (round 5): a class moved since said "s.zip does not exist; give a .py, .ipynb, a
     folder of them or a .zip" (regrade takes no class path); a student who left the class was "not a submission
