@@ -213,6 +213,9 @@ def merge_command(args):
             print(f"grade these slices again, then merge again:\n{lines}", file=sys.stderr)
         return 1
     out = Path(args.out)
+    if (out / MANIFEST).is_file():  # one of the slices (make's OUT=out beside SHARDS="out out-2"), or another's
+        raise UsageError(f"{out} is the OUT of a slice (its {MANIFEST}): merge into an OUT of its own, e.g. "
+                         f"make merge SHARDS=\"{' '.join(map(str, args.shards))}\" OUT=<class>; nothing was written")
     args.held.enter_context(hold_out(out))
     finished_note(out, finish_pending(out))  # a regrade stopped in this OUT: its class is complete first
     regrades = {name: path for name, path in (class_record.read_record(out).get("regrades") or {}).items()
@@ -1130,20 +1133,27 @@ def writable_folder(folder, option):
 
 MAX_SECONDS = 24 * 3600
 # A correct step loads the file and runs its checks in a few tenths of a second on a busy machine: a shorter
-# limit would time every student out and write those zeros as their grades.
+# limit would time every student out and write those zeros as their grades. A whole submission (seven steps) needs
+# several seconds there (a blind review: 3 s cost a correct file 15 points, 1 s 95).
 MIN_SECONDS = 1.0
+MIN_SUBMISSION_SECONDS = 10.0
 MIN_MEMORY, MAX_MEMORY = 64 << 20, 1 << 50  # PyTorch itself needs tens of MiB; past a PiB is a typo
 
 
-def seconds_argument(text):
+def seconds_argument(text, least=MIN_SECONDS, what="a correct step needs up to a second", example="10 or 2.5"):
     try:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not MIN_SECONDS <= value <= MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds between {MIN_SECONDS:g} and "
-                                         f"{MAX_SECONDS} (e.g. 10 or 2.5): a correct step needs up to a second")
+    if not least <= value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds between {least:g} and "
+                                         f"{MAX_SECONDS} (e.g. {example}): {what}")
     return value
+
+
+def submission_seconds_argument(text):
+    return seconds_argument(text, MIN_SUBMISSION_SECONDS, "a correct submission's seven steps need several seconds",
+                            "120 or 60")
 
 
 def size_argument(text):
@@ -1212,7 +1222,7 @@ def add_grading_options(parser):
     parser.add_argument("--keep-regrades", action="store_true",
                         help="keep grading a student regraded from another file (regrade --submission) from it "
                              "when the class now holds a new file for them; without it such a run is refused")
-    parser.add_argument("--submission-time-limit", type=seconds_argument,
+    parser.add_argument("--submission-time-limit", type=submission_seconds_argument,
                         default=GRADING_DEFAULTS["submission_time_limit"],
                         help=f"seconds for all steps of one submission (default {DEFAULTS.submission_seconds:g})")
     parser.add_argument("--engine", choices=("kit", "otter"), default=GRADING_DEFAULTS["engine"],

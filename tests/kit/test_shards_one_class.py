@@ -314,4 +314,7 @@ def test_a_slice_s_out_and_a_class_s_out_are_never_graded_into_as_the_other(runs
     assert other_slice.returncode == 2 and "holds slice 1/2 of the class" in other_slice.stderr, other_slice.stderr
     into_class = grader_cli("grade", folder, "--out", whole, "--shard", "1/2")
     assert into_class.returncode == 2 and "holds a graded class" in into_class.stderr, into_class.stderr
+    # blind review (round 8): make's default OUT=out beside SHARDS="out out-2" merged the class into slice 1's OUT
+    into_slice = grader_cli("merge", *slices, "--out", slices[0])
+    assert into_slice.returncode == 2 and "is the OUT of a slice" in into_slice.stderr, into_slice.stderr
     assert {path: path.read_bytes() for path in before} == before, "a refused run changed an OUT"

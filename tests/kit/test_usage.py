@@ -66,7 +66,7 @@ def command_lines(root):
             ["grade", good, "--memory-limit", "2 gigs"], ["grade", good, "--memory-limit", "1"],
             ["grade", good, "--jobs", "0"], ["grade", good, "--jobs", "many"],
             ["grade", good, "--time-limit", "-1"], ["grade", good, "--time-limit", "nan"],
-            ["grade", good, "--time-limit", "0.05"], ["grade", good, "--submission-time-limit", "0.5"],
+            ["grade", good, "--time-limit", "0.05"], ["grade", good, "--submission-time-limit", "3"],
             ["grade", good, "--submission-time-limit", "1e300"],
             ["grade", str(root), "--shard", "5/4"], ["grade", str(root), "--shard", "one/two"],
             ["grade", good, "--device", "tpu"], ["grade", good, "--engine", "moss"],
