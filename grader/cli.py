@@ -35,7 +35,7 @@ from grader.feedback import report
 from grader.judging import results_json as results_io
 from grader.check.suite import discover, max_points
 from grader.cohort.bulk import (FORMER, OutBusy, foreign_out, holding, internal_error_result,
-                                set_aside_former)
+                                set_aside, set_aside_former)
 from grader.outfiles import OutputError, write_atomic
 from grader.paths import SAMPLE_CLASS
 from grader.sandbox import servers
@@ -76,6 +76,7 @@ def grade_command(args):
     collected = collect(args.path, args.zip_encoding)
     try:
         earlier = class_record.read_record(args.out)
+        args.taken_over, args.collected = taken_over(earlier, collected), collected
         if not slice_of_class and (Path(args.path).is_dir() or len(collected.submissions) != 1 or collected.rejected):
             refuse_replacing_the_class(args.out, earlier, [name for name, _ in collected.submissions]
                                        + [name for name, _ in collected.rejected], args.path)
@@ -114,6 +115,7 @@ def grade_command(args):
         if not single:
             refuse_mixed_slices(out, slice_of_class)
             finished_note(out, finish_pending(out, maxima, grading_follows=True))  # a regrade stopped midway
+            set_aside_taken_over(out, args.taken_over)
         record = class_record.read_record(out) if not single else {}
         if not single:
             record = class_run_record(record, collected, args)
@@ -476,6 +478,32 @@ def sandbox_check(args):
     return found
 
 
+def taken_over(record, collected):
+    """{name: (what it was made from before, now)} for names another student's file holds now: two students whose
+    names clean alike (`sean o brien/`, `sean o'brien/`) take one name in turn as one leaves or arrives. Names stay
+    a function of the class as it is (slices, merges and regrades agree on them); the earlier student's record is
+    what must not be graded over (class.json `labels`)."""
+    before = record.get("labels") or {}
+    now = collected.labels()
+    return {name: (before[name], now[name]) for name in now if name in before and before[name] != now[name]}
+
+
+def named_now(collected, label):
+    """The name the submission made from `label` has in this run ("" when there is none)."""
+    return next((name for name, made_from in collected.labels().items() if made_from == label), "")
+
+
+def set_aside_taken_over(out, taken):
+    """The records of the students whose names others hold now go to results/former (a blind review: the departed
+    `sean o brien`'s result was overwritten by `sean o'brien`'s, lost, exit 0)."""
+    if not taken:
+        return
+    set_aside(out, sorted(taken))
+    for name, (then, now) in sorted(taken.items()):
+        log.info(terminal(f"{name} is made from {now!r} now, another student's than {then!r}, graded under that "
+                          f"name before: the earlier record is kept in {Path(out) / 'results' / FORMER}"))
+
+
 def refuse_replacing_the_class(out, record, names, path):
     """A run that would move most of a graded class out of it (results/former) is refused before grading: a small
     folder of late files, or a forgotten SUBMISSION (the bundled samples), graded into the class's OUT emptied its
@@ -540,7 +568,8 @@ def class_run_record(record, collected, args):
                   graded_with={key: getattr(args, key) for key in GRADED_WITH},
                   # each student's file in the class's source as graded now: a regrade from the source tells a
                   # file that changed since (a newer download saved over the class's) from the one graded
-                  class_files={name: source_digest(path) for name, path in collected.submissions})
+                  class_files={name: source_digest(path) for name, path in collected.submissions},
+                  labels=collected.labels())
     return with_roster_and_overrides(record, args)
 
 
@@ -719,6 +748,13 @@ def kept_overrides(name, applying, path, basis, args, command="regrade"):
     listing = "; ".join(override.describe() + (f" [{override.where}]" if override.where else "")
                         for override in applying)
     other = basis[name] != digest if basis.get(name) else command == "regrade" and bool(args.submission)
+    then, now = (getattr(args, "taken_over", None) or {}).get(name, (None, None))
+    if then is not None:  # not the student's new file: another student's, under the name theirs had
+        moved = named_now(args.collected, then) if getattr(args, "collected", None) else ""
+        raise UsageError(f"{name} has {len(applying)} override(s) given for {then!r}, and {name} is made from "
+                         f"{now!r} now, another student's file (their names clean alike): {listing}. Give them for "
+                         + (f"{then!r} under its name now, {moved}," if moved else f"{then!r} under its name now")
+                         + " in your overrides file, and give it again (OVERRIDES=overrides.csv)")
     if other and not args.keep_overrides:
         raise UsageError(f"{name} has {len(applying)} override(s) that would also apply to another file than the "
                          f"one they were given for ({path}): {listing}. {DROP_OVERRIDES[0].upper()}"

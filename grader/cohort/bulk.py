@@ -150,7 +150,14 @@ def set_aside_former(out, names):
     twice keeps both (the earlier moved again as <name>.1.json, .2.json...)."""
     out, names = Path(out), set(names)
     gone = sorted(path.stem for path in (out / "results").glob("*.json") if path.stem not in names)
-    for name in gone:
+    set_aside(out, gone)
+    return gone
+
+
+def set_aside(out, names):
+    """Move the results and feedback pages of `names` into OUT/results/former/ and OUT/feedback/former/."""
+    out = Path(out)
+    for name in names:
         for folder, suffix in (("results", ".json"), ("feedback", ".html")):
             path = out / folder / f"{name}{suffix}"
             if path.is_file():
@@ -165,7 +172,6 @@ def set_aside_former(out, names):
                 except OSError as error:
                     raise OutputError(f"cannot move {path} into {out / folder / FORMER}: "
                                       f"{error.strerror or error}") from None
-    return gone
 
 
 def reusable(out, name, expected):

@@ -43,6 +43,19 @@ class Collected:
         if self.temporary is not None:
             self.temporary.cleanup()
 
+    def labels(self) -> dict[str, str]:
+        """{name: what it was made from}: the folder or file name as the class spells it (`sean o'brien` for
+        sean_o_brien), where a name was cleaned from one (an LMS names by ids: none). Two students whose names
+        clean alike take one name in turn: the label tells them apart from one grade to the next."""
+        found = {}
+        for name, path in self.submissions:
+            plain = re.sub(r"-\d+$", "", name)
+            for candidate in (BROWSER_COPY.sub("", Path(path).stem), *(parent.name for parent in Path(path).parents)):
+                if candidate and safe_name(candidate) in (name, plain):
+                    found[name] = unicodedata.normalize("NFC", candidate)
+                    break
+        return found
+
     def where(self, path: Path) -> str:
         """`path` as the instructor knows it: a zip's member as `class.zip: its/name.py`, never the temporary
         folder it was unpacked to (gone once the command ends)."""

@@ -815,6 +815,43 @@ def test_a_regrade_from_a_changed_class_zip_says_so_and_names_the_zip_not_a_temp
     assert "grade-zip-" not in said
 
 
+def test_a_departed_students_record_is_kept_when_another_takes_the_name(tmp_path, clean, stub):
+    """Blind gradebook reviews (rounds 7 and 8): `sean o brien/` and `sean o'brien/` graded as sean_o_brien and
+    sean_o_brien-2; once the first left, the second took the plain name and its new result overwrote the departed
+    student's (in neither results/ nor former/), exit 0. Names stay a function of the class as it is (round 8 showed
+    names kept from an OUT's history swapping students through regrades and merges); the record is kept."""
+    folder, out = tmp_path / "class", tmp_path / "out"
+    for name, text in (("sean o brien", stub), ("sean o'brien", clean), ("bob", clean)):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "attention.py").write_text(text, encoding="utf-8")
+    assert cli.main(["grade", str(folder), "--out", str(out), "--time-limit", "60"]) == 0
+    departed = (out / "results" / "sean_o_brien.json").read_bytes()
+    shutil.rmtree(folder / "sean o brien")
+    assert cli.main(["grade", str(folder), "--out", str(out), "--time-limit", "60"]) == 0
+    rows = {row["submission"]: row["total"] for row in csv.DictReader((out / "grades.csv").open())}
+    assert rows == {"bob": "100", "sean_o_brien": "100"}, rows
+    assert departed in [path.read_bytes() for path in (out / "results" / "former").glob("*.json")]
+
+
+def test_an_override_is_not_carried_to_another_student_under_the_same_name(tmp_path, clean, stub, capsys):
+    """Blind gradebook review (round 7): `alice smith.py` graded as alice_smith with an override; a new student's
+    `alice_smith.py` takes the name (spelt so): the refusal called it "another file" and offered KEEP_OVERRIDES=1,
+    which gave the newcomer the first student's 50. Now it says whose the name is and where the override belongs."""
+    folder, out = tmp_path / "class", tmp_path / "out"
+    folder.mkdir()
+    (folder / "alice smith.py").write_text(clean, encoding="utf-8")
+    (folder / "bob.py").write_text(clean, encoding="utf-8")
+    overrides = write_csv(tmp_path / "overrides.csv", [["student", "step", "points", "reason"],
+                                                        ["alice_smith", "total", "50", "late penalty"]])
+    assert cli.main(["grade", str(folder), "--out", str(out), "--overrides", str(overrides), "--time-limit", "60"]) == 0
+    (folder / "alice_smith.py").write_text(stub, encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["grade", str(folder), "--out", str(out), "--time-limit", "60"]) == 2
+    said = capsys.readouterr().err
+    assert "another student's file" in said and "under its name now, alice_smith-2" in said, said
+    assert "KEEP_OVERRIDES" not in said
+
+
 def test_a_regrade_that_cannot_find_its_file_says_why(graded_class, tmp_path, capsys):
     """Blind gradebook review (round 5): a class moved since said "s.zip does not exist; give a .py, .ipynb, a
     folder of them or a .zip" (regrade takes no class path); a student who left the class was "not a submission
