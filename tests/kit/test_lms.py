@@ -8,6 +8,7 @@ gets an empty cell; commas and non-ASCII names survive.
 """
 
 import csv
+from decimal import ROUND_HALF_UP, Decimal
 import io
 import subprocess
 import sys
@@ -293,8 +294,10 @@ def test_canvas_scores_are_scaled_to_the_points_possible_of_the_exports_column(t
 
 
 def on_scale(score, maximum):
-    """`score` (of the kit's TOTAL_POINTS) on an LMS's `maximum`, written as the LMS files write it."""
-    return f"{round(score * maximum / TOTAL_POINTS, 4):g}"
+    """`score` (of the kit's TOTAL_POINTS) on an LMS's `maximum`, written as the LMS files write it: 4 decimals,
+    half up, in decimal (the scale to 12 significant digits, as 50 / 100 is written)."""
+    scale = Decimal(f"{maximum / TOTAL_POINTS:.12g}")
+    return f"{float((Decimal(repr(float(score))) * scale).quantize(Decimal('0.0001'), rounding=ROUND_HALF_UP)):.12g}"
 
 
 WORKSHEET_HEADER = ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
