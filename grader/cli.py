@@ -392,7 +392,8 @@ def check_class_run(args, collected):
     paths = {name: Path(regrades[name]) if regrades.get(name) and Path(regrades[name]).is_file() else path
              for name, path in collected.submissions}
     basis = before.get("override_files") or {}
-    args.override_files, refused = {}, regrade_conflicts(record, collected.submissions, args.keep_regrades)
+    args.override_files, refused = {}, regrade_conflicts(record, collected.submissions, args.keep_regrades,
+                                                         args.out, collected.where)
     for name in sorted(found):
         if paths.get(name):
             try:
@@ -639,7 +640,8 @@ def with_roster_and_overrides(record, args):
         record["roster"] = {"file": Path(args.roster).name, "text": lms.roster_text(args.roster)}
     if getattr(args, "overrides", None) is not None:
         record["overrides"] = [override.as_dict() for override in args.overrides]
-    elif record.get("overrides"):  # an overrides file edited since is not read again: say where these come from
+    elif record.get("overrides") and not getattr(args, "overrides_said", False):  # an edited file is not read again
+        args.overrides_said = True  # once a command (the record is made twice: checked first, then graded)
         files = sorted({str(item.get("where", "")).split(", line")[0] for item in record["overrides"]} - {""})
         log.info(f"{len(record['overrides'])} override(s) recorded in OUT/class.json apply"
                  + (f" (given as {', '.join(files)})" if files else "")
@@ -676,19 +678,20 @@ def changed_since_regrade(record, submissions):
     return changed
 
 
-def regrade_conflicts(record, submissions, keep=False):
+def regrade_conflicts(record, submissions, keep=False, out="<this OUT>", where=str):
     """Messages for changed_since_regrade, unless kept (--keep-regrades), and for regrade_files_moved (never kept:
-    the bytes that were regraded are no longer there to keep)."""
+    the bytes that were regraded are no longer there to keep). `where` shows a class file as the instructor knows
+    it (a zip's member, never the temporary folder it was unpacked to: a blind review followed such a path)."""
     changed = [] if keep else [
-        f"{name} was regraded from {other}, and the class now holds another file for them than then ({path}). "
-        f"To grade that file: make regrade STUDENT={name} SUBMISSION={path} OUT=<this OUT>, then grade again; to "
-        f"keep {Path(other).name}: grade again with KEEP_REGRADES=1 (--keep-regrades)"
+        f"{name} was regraded from {other}, and the class now holds another file for them than then ({where(path)}). "
+        f"To grade that file: make regrade STUDENT={name} OUT={out} (from the class's own file), then grade again; "
+        f"to keep {Path(other).name}: grade again with KEEP_REGRADES=1 (--keep-regrades)"
         for name, path, other in changed_since_regrade(record, submissions)]
     return changed + [
         f"{name} was regraded from {other}, which {how} since: their grade would come from other bytes than the ones "
         f"regraded. To grade {'the file as it is now' if how == 'has changed' else 'a file of theirs'}: make regrade "
-        f"STUDENT={name} SUBMISSION={other if how == 'has changed' else '<their file>'} OUT=<this OUT>; to grade the "
-        f"class's own file for them again: make regrade STUDENT={name} OUT=<this OUT>; then grade again"
+        f"STUDENT={name} SUBMISSION={other if how == 'has changed' else '<their file>'} OUT={out}; to grade the "
+        f"class's own file for them again: make regrade STUDENT={name} OUT={out}; then grade again"
         for name, other, how in regrade_files_moved(record, [name for name, _ in submissions])]
 
 
