@@ -888,17 +888,27 @@ def regrade_command(args):
 def canvas_file_of(name, path, record):
     """The Canvas upload `path` names, when `name` came from a Canvas download and the file keeps Canvas's name
     (None otherwise). Refused when that name is another user's: a regrade graded Ada from Barbara's download
-    (`liskovbarbara_LATE_5002_...`), exit 0, and took no late mark from the file's name."""
+    (`liskovbarbara_LATE_5002_...`), exit 0, and took no late mark from the file's name. The user is the download's
+    (origins), or the roster's Canvas ID for the student; a Moodle file's participant number is checked alike."""
     origin = (record.get("origins") or {}).get(name) or {}
+    rows = [row for row in record.get("students") or [] if row.get("submission") == name]
+    ids = {"canvas": {origin["key"]} if origin.get("lms") == "canvas" else {row.get("canvas_id") for row in rows},
+           "moodle": {origin["key"]} if origin.get("lms") == "moodle" else {row.get("participant_id") for row in rows}}
+    ids = {lms: known - {None, ""} for lms, known in ids.items()}
+    moodle = lms_names.parse_moodle_file(path.name)
+    if moodle and ids["moodle"] and moodle.participant_id not in ids["moodle"]:
+        raise UsageError(f"{path.name} is a Moodle download's file of participant {moodle.participant_id} "
+                         f"({moodle.student}), but {name} is participant {', '.join(sorted(ids['moodle']))}: give "
+                         f"{name}'s own file; if this one is theirs, rename it first")
     readings = lms_names.canvas_readings(path.name)
-    if origin.get("lms") != "canvas" or not readings:
+    if not readings or not ids["canvas"]:
         return None
-    mine = [reading for reading in readings if reading.user_id == origin.get("key")]
+    mine = [reading for reading in readings if reading.user_id in ids["canvas"]]
     if not mine:
         raise UsageError(f"{path.name} is a Canvas download's file of user {readings[0].user_id} "
-                         f"({readings[0].student}), but {name} is user {origin.get('key')} ({origin.get('student')}): "
+                         f"({readings[0].student}), but {name} is user {', '.join(sorted(ids['canvas']))}: "
                          f"give {name}'s own file; if this one is theirs, rename it first")
-    return mine[0]
+    return mine[0] if origin.get("lms") == "canvas" else None  # a late mark only where the class's came from Canvas
 
 
 def regraded(out, name, path, record, suite, args):

@@ -852,6 +852,35 @@ def test_an_override_is_not_carried_to_another_student_under_the_same_name(tmp_p
     assert "KEEP_OVERRIDES" not in said
 
 
+def test_a_regrade_from_another_students_lms_file_is_refused_by_roster_or_moodle_id(tmp_path, clean, stub, capsys):
+    """Blind gradebook review (round 8): a class graded from a teacher's folder with a Canvas roster took Barbara's
+    Canvas-named file for Ada (her Canvas cell became 49.375); a Moodle download took Donald's file for Ada. Both exit
+    0. The roster's Canvas ID, and the download's participant number, say whose a file is."""
+    folder, out = tmp_path / "class", tmp_path / "out"
+    folder.mkdir()
+    (folder / "ada_lovelace.py").write_text(clean, encoding="utf-8")
+    (folder / "barbara_liskov.py").write_text(stub, encoding="utf-8")
+    roster = write_csv(tmp_path / "canvas.csv", [["Student", "ID", "SIS User ID"], ["Lovelace, Ada", "5001", "a1"],
+                                                 ["Liskov, Barbara", "5002", "b1"]])
+    assert cli.main(["grade", str(folder), "--out", str(out), "--roster", str(roster), "--time-limit", "60"]) == 0
+    barbaras = tmp_path / "liskovbarbara_LATE_5002_902_attention.py"
+    barbaras.write_text(stub, encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["regrade", "ada_lovelace", "--submission", str(barbaras), "--out", str(out)]) == 2
+    assert "user 5002" in capsys.readouterr().err
+    moodle, moodle_out = tmp_path / "moodle", tmp_path / "moodle_out"
+    moodle.mkdir()
+    (moodle / "Ada Lovelace_100001_assignsubmission_file_attention.py").write_text(clean, encoding="utf-8")
+    (moodle / "Donald Knuth_100003_assignsubmission_file_attention.py").write_text(stub, encoding="utf-8")
+    assert cli.main(["grade", str(moodle), "--out", str(moodle_out), "--time-limit", "60"]) == 0
+    donalds = tmp_path / "Donald Knuth_100003_assignsubmission_file_attention.py"
+    donalds.write_text(clean, encoding="utf-8")
+    before = (moodle_out / "grades.csv").read_bytes()
+    capsys.readouterr()
+    assert cli.main(["regrade", "Ada_Lovelace_100001", "--submission", str(donalds), "--out", str(moodle_out)]) == 2
+    assert "participant 100003" in capsys.readouterr().err and (moodle_out / "grades.csv").read_bytes() == before
+
+
 def test_a_regrade_that_cannot_find_its_file_says_why(graded_class, tmp_path, capsys):
     """Blind gradebook review (round 5): a class moved since said "s.zip does not exist; give a .py, .ipynb, a
     folder of them or a .zip" (regrade takes no class path); a student who left the class was "not a submission
