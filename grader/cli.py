@@ -257,6 +257,8 @@ def merge_command(args):
     record["origins"] = {name: origin for kept in slices for name, origin in (kept.get("origins") or {}).items()}
     record["override_files"] = {name: digest for kept in slices
                                 for name, digest in (kept.get("override_files") or {}).items()}
+    for key in ("class_files", "labels"):  # each slice recorded the whole class it was cut from (one class: merge
+        record[key] = {name: value for kept in slices for name, value in (kept.get(key) or {}).items()}  # checked)
     record = with_roster_and_overrides(record, args)
     record = with_the_slices_inputs(record, dict(zip(args.shards, slices)), args)
     check_class_inputs(record, [result.name for result in graded])
