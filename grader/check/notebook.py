@@ -437,14 +437,16 @@ def check(step=None, device="cpu", namespace=None):
     """Run the public checks of `step` (every step when None) on this notebook's definitions as they
     are now; print a line per step and, for the attention steps, draw the attention weights."""
     namespace = sys._getframe(1).f_globals if namespace is None else namespace
-    if step is not None and step not in BY_KEY:
-        print(f"unknown step {step!r}; the steps are: {', '.join(STEP_KEYS)}")
+    steps = list(step) if isinstance(step, (list, tuple)) else [step] if step else []  # check(["masking", ...])
+    unknown = [key for key in steps if not isinstance(key, str) or key not in BY_KEY]
+    if unknown:
+        print(f"unknown step {unknown[0]!r}; the steps are: {', '.join(STEP_KEYS)}")
         return
     problem = device_problem(device)
     if problem:
         print(problem)
         return
-    keys = [step] if step else list(STEP_KEYS)
+    keys = steps or list(STEP_KEYS)
     print("Checking this notebook's definitions as they are now (run a cell again after you change it); "
           "public checks only: the course's grader also runs hidden ones.")
     student = Student(InProcessTransport(LocatingSession(NamespaceModule(namespace), device, kernel_place)), device)

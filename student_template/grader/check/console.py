@@ -13,6 +13,7 @@ said plainly (grader.check.notebook) instead of in a traceback.
 import argparse
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -24,6 +25,7 @@ CANDIDATES = ("attention.ipynb", "attention.py")
 # Written into the release by `make student`: the exercises' fingerprints as released, and how to submit.
 RELEASE_INFO = ROOT / "grader" / "release.json"
 PASSED, FAILED, USAGE, MISSING_PACKAGE = 0, 1, 2, 3
+INTERRUPTED = 130  # as a shell reports a command Ctrl-C stopped
 
 
 class Usage(Exception):
@@ -125,7 +127,8 @@ def shown(path):
 def parse(argv):
     parser = argparse.ArgumentParser(
         prog="python check.py", description=__doc__.split("\n\n")[0],
-        epilog="Exit status: 0 every check passes, 1 a check fails, 2 bad usage, 3 PyTorch or numpy missing.")
+        epilog="Exit status: 0 every check passes, 1 a check fails, 2 bad usage, 3 PyTorch or numpy missing, "
+               "130 stopped with Ctrl-C.")
     parser.add_argument("step", nargs="?", help=f"one of: {', '.join(STEP_KEYS)} (default: every step)")
     parser.add_argument("file", nargs="?", help="the .py or .ipynb to check (default: the exercise file you edited)")
     parser.add_argument("--device", default="cpu", help="where the checks run: cpu (default), cuda or mps")
@@ -134,10 +137,28 @@ def parse(argv):
         args.step, args.file = None, args.step  # `python check.py my_attention.py`
     if args.step and args.step not in BY_KEY:
         raise Usage(f"unknown step {args.step!r}; the steps are: {', '.join(STEP_KEYS)}")
+    if args.file in BY_KEY and not Path(args.file).exists():  # `python check.py masking dropout`
+        raise Usage(f"one step at a time ({args.step!r}, then {args.file!r}), or none for every step")
     return args
 
 
 def main(argv=None, stream=None):
+    """The checker's command line; Ctrl-C and a closed pipe (`python check.py | head`) end it with one line, not a
+    traceback through the checker's own code."""
+    try:
+        return _main(argv, stream)
+    except KeyboardInterrupt:
+        print("\nstopped (Ctrl-C): the steps after the one running were not checked", file=sys.stderr)
+        return INTERRUPTED
+    except BrokenPipeError:  # the reader of the output went away: say nothing more, to it or to a closed stdout
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return FAILED
+
+
+def _main(argv=None, stream=None):
     for output in (sys.stdout, sys.stderr):  # a console that cannot show a character gets "?", not a traceback
         if hasattr(output, "reconfigure"):
             output.reconfigure(errors="replace")
