@@ -346,8 +346,8 @@ CAUSES = {cause.key: cause for cause in (
           "apply self.dropout to the attention weights, after the softmax", sig(target="nan|scores|~ok")),
     Cause("dropout_not_applied", "the dropout module is never applied to the attention weights",
           "pass the attention weights through self.dropout right after the softmax", sig(rate="none", target="~ok")),
-    Cause("dropout_on_context", "dropout acts on the values, the context vectors or the output, not on the "
-          "attention weights", "apply self.dropout to attn_weights, before attn_weights @ values",
+    Cause("dropout_on_context", "dropout acts on the values, the context vectors or the output (it belongs on the "
+          "attention weights alone)", "apply self.dropout to attn_weights only, before attn_weights @ values",
           sig(target="outside")),
     Cause("dropout_not_module", "self.dropout is not an nn.Dropout (the rate itself is stored and called?)",
           "create self.dropout as an nn.Dropout of the dropout rate and pass the attention weights through it",

@@ -164,7 +164,7 @@ def temperature_observation(weights, scores, scales, causal=False):
     # d_k said with its root: a probe may use other sizes than the check whose message it joins
     d_k = scales["ok"] ** 2
     return [observation("temperature", str(outcome),
-                        measured=f"{used}; sqrt(d_k) is {scales['ok']:.4g} for d_k = {d_k:.4g} here")]
+                        measured=f"{used}; sqrt(d_k) is {scales['ok']:.4g} for the probe's d_k = {d_k:.4g}")]
 
 
 def scale_table(d_k, d_in=None, d_out=None, heads=None, tokens=None):
