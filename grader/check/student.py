@@ -382,8 +382,7 @@ class ModuleHandle:
                                                       seed=public_inputs.seed(seed))
 
     def forward_elsewhere(self, *args):
-        """Run forward with the module and `args` on the 'meta' device (StudentError for what it raised); the module
-        stays there, so build one for this alone."""
+        """Run forward as if the module and `args` were on another device (StudentError for what it raised)."""
         request = self._request("forward_elsewhere", args=wire.encode(list(args)))
         return self.student._ask(f"{self.label}.forward on another device", request)
 

@@ -37,6 +37,7 @@ def warm_up():
         wire.request("forward", handle=1, path="", args=x, train=True, seed=2),
         wire.request("load_weights", handle=1, path="", weights=wire.encode({"W_query.weight": torch.rand(4, 3)})),
         wire.request("state", handle=1, path=""), wire.request("describe", handle=1, path=""),
+        wire.request("forward_elsewhere", handle=1, path="", args=x),
         wire.request("call", name="softmax", args=x, kwargs=wire.encode({"dim": -1}), seed=None),
         wire.request("call", name="missing", args=x, kwargs=wire.encode({})))
     for request in requests:

@@ -79,15 +79,15 @@ def expect_mask_kept_as_buffer(info):
     return outcome == "ok"
 
 
-# What PyTorch says when a tensor made on the CPU meets one on another device (on 'meta' and on a GPU alike). A
-# 0-dim CPU tensor is a scalar on any device, and other errors on 'meta' (.item() has no value there) say nothing.
+# What PyTorch says when a tensor made on the CPU meets one on another device (a GPU's words, and the grader's
+# stand-in for them: check.session.DevicesMixed). Other errors say nothing of devices.
 DEVICES_MIXED = ("is not on the expected device cpu", "Expected all tensors to be on the same device")
 
 
 def expect_to_follow_its_input(student, name, args, x):
     """A forward that makes a tensor on the CPU (the mask, built in forward with torch.ones(n, n)) fails on a GPU:
-    run on the 'meta' device, where the same mismatch is caught, a CPU-only grading sees it too (a blind TA's
-    file built its mask so and kept every point on the CPU)."""
+    run as if the module and its input were on another device, a CPU-only grading sees it too (a blind TA's file
+    built its mask so and kept every point on the CPU)."""
     module = student.build(name, *args, seed=0)
     try:
         module.forward_elsewhere(x)

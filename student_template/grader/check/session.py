@@ -243,13 +243,13 @@ class Session:
         return module(*args, **kwargs)
 
     def op_forward_elsewhere(self, request):
-        """Run forward on the 'meta' device (see wire.OPERATIONS): the module is left there, built for this alone."""
+        """Run forward in eval mode as if the module and its inputs were on another device (see wire.OPERATIONS)."""
         module = self._module(request)
         args, kwargs = self._inputs(request)
-        module.to("meta").train(False)
-        moved = [arg.to("meta") if isinstance(arg, torch.Tensor) else arg for arg in args]
-        with torch.no_grad(), DevicesMixed():
-            module(*moved, **kwargs)
+        module.train(False)
+        placed = [*module.parameters(), *module.buffers(), *(arg for arg in args if isinstance(arg, torch.Tensor))]
+        with torch.no_grad(), DevicesMixed(placed):
+            module(*args, **kwargs)
         return None
 
     def op_state(self, request):
@@ -263,22 +263,38 @@ class Session:
 
 
 class DevicesMixed(torch.overrides.TorchFunctionMode):
-    """Raise as a GPU would where a tensor made on the CPU meets one on another device: on 'meta' most operations
-    raise by themselves, but an in-place masked_fill_ with a CPU mask passes there (it fails on a GPU). A 0-dim CPU
-    tensor is a scalar on every device, and conversions, shape-only and indexing calls take any device."""
+    """Raise as a GPU would where a tensor made on the CPU meets one on the module's device, with everything on the
+    CPU: the module's parameters and buffers and the inputs (`placed`) count as on the device, and so does what is
+    computed from them or made with a `device=`; a tensor made otherwise in forward (torch.ones(n, n)) is the CPU's.
+    A 0-dim tensor is a scalar on every device, and conversions, shape-only and indexing calls take any device.
+    (The 'meta' device would do it too, but its first use imports a second of decompositions in every worker.)"""
 
     TAKE_ANY_DEVICE = {"to", "type_as", "copy_", "new_tensor", "new_empty", "new_zeros", "new_ones", "new_full",
                        "view_as", "reshape_as", "expand_as", "__getitem__", "__setitem__", "__get__", "__set__"}
 
+    def __init__(self, placed):
+        super().__init__()
+        self.kept = list(placed)  # alive while the ids below are read: an id is an object's only while it lives
+        self.placed = {id(tensor) for tensor in self.kept}
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if getattr(func, "__name__", "") not in self.TAKE_ANY_DEVICE:
-            tensors = [value for value in _flat([*args, *kwargs.values()]) if isinstance(value, torch.Tensor)]
-            if any(value.is_meta for value in tensors) and any(
-                    value.device.type == "cpu" and value.dim() > 0 for value in tensors):
-                raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
-                                   f"meta and cpu! (in {getattr(func, '__name__', 'an operation')})")
-        return func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        tensors = [value for value in _flat([*args, *kwargs.values()]) if isinstance(value, torch.Tensor)]
+        placed = any(id(value) in self.placed for value in tensors)
+        if placed and name not in self.TAKE_ANY_DEVICE and any(
+                id(value) not in self.placed and value.dim() > 0 for value in tensors):
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                               f"cuda:0 and cpu! (in {name or 'an operation'})")
+        result = func(*args, **kwargs)
+        moved = kwargs.get("device") is not None or (name in ("to", "cuda") and any(
+            isinstance(value, (torch.device, str)) for value in args[1:]))
+        if placed or moved:
+            for value in _flat([result]):
+                if isinstance(value, torch.Tensor):
+                    self.kept.append(value)
+                    self.placed.add(id(value))
+        return result
 
 
 def _flat(values, depth=0):

@@ -524,9 +524,9 @@ OPERATIONS: dict[str, Operation] = {operation.name: operation for operation in (
     Operation("forward", {**_MODULE, "args": _REQUIRED, "kwargs": None, "train": False, "seed": None},
               "a built module's output for encoded args, in training mode with `train`, seeded with `seed`"),
     Operation("forward_elsewhere", {**_MODULE, "args": _REQUIRED},
-              "a built module and its encoded args moved to the 'meta' device (shapes without values) and run in "
-              "eval mode, as a GPU would run them: a tensor its forward makes on the CPU meets the input's device "
-              "there; answers None, or the error its forward raised"),
+              "a built module run in eval mode on encoded args as if it and they were on another device (a tensor "
+              "its forward makes on the CPU and mixes with them raises, as on a GPU: check.session.DevicesMixed); "
+              "answers None, or the error its forward raised"),
     Operation("state", dict(_MODULE), "a built module's parameters and buffers by name"),
     Operation("describe", dict(_MODULE), "a built module's structure (check.session.describe_module)"),
     Operation("rewind", {"to": _REQUIRED, "name": None},
