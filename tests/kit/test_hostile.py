@@ -832,7 +832,11 @@ def test_nothing_shown_contains_a_hidden_expected_value(shown_and_recorded):
             found = record.leaks(shown_tokens(test))
             if found:
                 leaks[(name, test["name"])] = sorted(found)
-        found = everything.leaks(shown_tokens({key: value for key, value in data.items() if key != "tests"}))
+        top = {key: value for key, value in data.items() if key != "tests"}
+        # the grading's own CPU seconds (extra_data.cpu, 4 decimals) are no student's value: a CI run's judge took
+        # 0.1023 s, a number one hidden tensor held too
+        top["extra_data"] = {key: value for key, value in (top.get("extra_data") or {}).items() if key != "cpu"}
+        found = everything.leaks(shown_tokens(top))
         if found:
             leaks[(name, "top level")] = sorted(found)
     assert not leaks, leaks
