@@ -137,20 +137,8 @@ def test_check_py_answers_bad_arguments_in_one_line(argv):
     assert len(errors) == 1, done.stdout + done.stderr
 
 
-def test_check_py_stopped_or_piped_ends_without_a_traceback(tmp_path):
-    """A blind student (2026-11-28): Ctrl-C during a check printed 40 lines through the checker's own code, and
-    `python check.py | head -1` ended in BrokenPipeError."""
-    import signal
-    import time
-
-    looping = tmp_path / "attention.py"
-    looping.write_text("def causal_mask(context_length):\n    while True:\n        pass\n")
-    process = subprocess.Popen([sys.executable, "check.py", "masking", str(looping)], cwd=TEMPLATE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(8)  # torch imported, the step spinning
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=120)
-    assert process.returncode == 130 and "Traceback" not in err and "stopped (Ctrl-C)" in err, err[-2000:]
+def test_check_py_piped_ends_without_a_traceback():
+    """A blind student (2026-11-28): `python check.py | head -1` ended in BrokenPipeError from the checker's code."""
     piped = subprocess.run(f"{sys.executable} check.py | head -1", shell=True, cwd=TEMPLATE, capture_output=True,
                            text=True, timeout=300)
     assert "Traceback" not in piped.stderr and "BrokenPipe" not in piped.stderr, piped.stderr[-2000:]
